@@ -1,0 +1,1 @@
+"""kafka-wire: decode Kafka network traffic (captures and stream dumps) into tables."""
