@@ -1,1 +1,14 @@
-"""kafka-wire: decode Kafka network traffic (captures and stream dumps) into tables."""
+"""kafka-wire: decode Kafka network traffic (captures and stream dumps) into tables.
+
+Public API of the protocol core:
+
+* ``decode_request(payload)``: one request frame without its 4-byte size prefix -> dict with
+  ``api_key``, ``api_name``, ``api_version``, ``correlation_id``, ``client_id`` and ``body``.
+* ``decode_response(payload, api_key, api_version)``: -> dict with ``correlation_id``, ``body``.
+* ``DecodeError``: raised for a frame that does not decode (api, version, offset, field path).
+"""
+
+from .codec.decoder import Decoder, decode_request, decode_response, decoder_for
+from .codec.errors import DecodeError
+
+__all__ = ["DecodeError", "Decoder", "decode_request", "decode_response", "decoder_for"]

@@ -1,0 +1,60 @@
+"""Build construct parsers from a message resolved at one version.
+
+``build_parser(struct)`` turns a resolved ``spec.ir.Struct`` into the constructs of
+``constructs.py``; ``compile_parser`` compiles it. The per-process cache lives in ``cache.py``.
+"""
+
+from __future__ import annotations
+
+from ..spec.ir import Field, Struct
+from . import constructs as k
+
+_FIXED_SIZE = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
+               "int64": 8, "float64": 8, "uuid": 16}
+
+
+def build_parser(struct: Struct) -> k.Struct:
+    return _struct(struct)
+
+
+def _struct(struct: Struct) -> k.Struct:
+    fields = [(f.name, _field(f, tagged=False)) for f in struct.fields]
+    tagged = [(f.tag, f.name, _field(f, tagged=True), f.default) for f in struct.tagged]
+    return k.Struct(struct.name, fields, tagged, struct.flexible)
+
+
+def _field(field: Field, tagged: bool):
+    if field.kind == "array":
+        element = field.element
+        if isinstance(element, Struct):
+            parser = _struct(element)
+        else:
+            parser = k.Primitive(element, nullable=False, compact=field.compact)
+        return k.Array(parser, field.nullable, field.compact, min_size_of_element(element, field.compact))
+    if field.kind == "struct":
+        parser = _struct(field.struct)
+        return k.NullableStruct(parser, tagged) if field.nullable else parser
+    return k.Primitive(field.kind, field.nullable, field.compact)
+
+
+def min_size_of_element(element: str | Struct, compact: bool) -> int:
+    if isinstance(element, Struct):
+        return min_struct_size(element)
+    return _FIXED_SIZE.get(element, 1 if compact else 2)
+
+
+def min_struct_size(struct: Struct) -> int:
+    """Fewest bytes one instance can take: bounds array counts against the bytes left."""
+    size = 1 if struct.flexible else 0  # empty tag section
+    for f in struct.fields:
+        if f.kind == "array":
+            size += 1 if f.compact else 4
+        elif f.kind == "struct":
+            size += 1 if f.nullable else min_struct_size(f.struct)
+        elif f.kind in _FIXED_SIZE:
+            size += _FIXED_SIZE[f.kind]
+        elif f.kind == "string":
+            size += 1 if f.compact else 2
+        else:  # bytes, records
+            size += 1 if f.compact else 4
+    return size

@@ -1,0 +1,162 @@
+"""construct classes for Kafka's wire types, each able to parse and to emit compiled code.
+
+construct's compiled mode only speeds up constructs that emit code; a construct without
+``_emitparse`` falls back to a slow linked call. So every Kafka type here emits, and the emitted
+code calls the same ``runtime`` readers that ``_parse`` calls: compiled and interpreted parsing
+differ only in the glue, never in how bytes are read.
+
+Structs parse to plain dicts (no construct ``Container`` and no context: Kafka fields never refer
+to each other), arrays to lists. Errors are ``WireError`` carrying the field path.
+"""
+
+from __future__ import annotations
+
+from construct import Construct
+
+from . import runtime
+from .errors import WireError
+
+_IMPORT = ("from kafka_protocol_source.codec.runtime import *\n"
+           "from kafka_protocol_source.codec.runtime import _I8, _I16, _I32, _I64, _U16, _U32, _F64")
+
+# Fixed-width reads inline in compiled code; a short read raises struct.error there, and the
+# caller re-parses interpreted to report where (see decoder.parse_body).
+_INLINE_FIXED = {
+    "int8": ("_I8", 1), "int16": ("_I16", 2), "int32": ("_I32", 4), "int64": ("_I64", 8),
+    "uint16": ("_U16", 2), "uint32": ("_U32", 4), "float64": ("_F64", 8),
+}
+
+
+class KafkaConstruct(Construct):
+    """Parse-only construct; building is done by independent codecs in the tests, not here."""
+
+    def _emitparse(self, code):
+        code.append(_IMPORT)
+        return self.emit(code)
+
+    def emit(self, code) -> str:
+        raise NotImplementedError
+
+    def _build(self, obj, stream, context, path):
+        raise NotImplementedError("kafka-wire decodes only")
+
+
+class Primitive(KafkaConstruct):
+    """A scalar, string or bytes field; ``kind`` is the spec type name."""
+
+    def __init__(self, kind: str, nullable: bool = False, compact: bool = False):
+        super().__init__()
+        self.kind, self.nullable, self.compact = kind, nullable, compact
+        if kind in ("string", "bytes"):
+            name = f"read_{'compact_' if compact else ''}{kind}"
+            self.expr = f"{name}(io, {nullable})"
+            reader = getattr(runtime, name)
+            self.read = lambda io: reader(io, nullable)
+        elif kind == "records":
+            self.expr = f"read_records(io, {nullable}, {compact})"
+            self.read = lambda io: runtime.read_records(io, nullable, compact)
+        else:
+            self.read = getattr(runtime, f"read_{kind}")
+            if kind in _INLINE_FIXED:
+                unpack, size = _INLINE_FIXED[kind]
+                self.expr = f"{unpack}(io.read({size}))[0]"
+            else:
+                self.expr = f"read_{kind}(io)"
+
+    def _parse(self, stream, context, path):
+        return self.read(stream)
+
+    def emit(self, code):
+        return self.expr
+
+
+class Array(KafkaConstruct):
+    def __init__(self, element: Construct, nullable: bool, compact: bool, min_element_size: int):
+        super().__init__()
+        self.element = element
+        self.args = (nullable, compact, min_element_size)
+
+    def _parse(self, stream, context, path):
+        count = runtime.read_array_count(stream, *self.args)
+        if count is None:
+            return None
+        items = []
+        for i in range(count):
+            try:
+                items.append(self.element._parse(stream, context, path))
+            except WireError as e:
+                raise e.within(f"[{i}]")
+        return items
+
+    def emit(self, code):
+        fid = code.allocateId()
+        element = self.element._compileparse(code)
+        code.append(f"""
+            def parse_array_{fid}(io):
+                n = read_array_count(io, {self.args[0]}, {self.args[1]}, {self.args[2]})
+                if n is None:
+                    return None
+                return [{element} for _ in range(n)]
+        """)
+        return f"parse_array_{fid}(io)"
+
+
+class NullableStruct(KafkaConstruct):
+    """KIP-893: a marker (int8 -1/1, or uvarint 0/1 inside a tagged field) then the struct."""
+
+    def __init__(self, struct: Construct, tagged: bool):
+        super().__init__()
+        self.struct, self.tagged = struct, tagged
+
+    def _parse(self, stream, context, path):
+        if runtime.read_struct_marker(stream, self.tagged):
+            return self.struct._parse(stream, context, path)
+        return None
+
+    def emit(self, code):
+        return f"({self.struct._compileparse(code)} if read_struct_marker(io, {self.tagged}) else None)"
+
+
+class Struct(KafkaConstruct):
+    """Fields in wire order, then (in flexible versions) the tag section.
+
+    ``tagged`` holds (tag, name, construct, default) for the known tagged fields.
+    """
+
+    def __init__(self, name: str, fields: list[tuple[str, Construct]],
+                 tagged: list[tuple[int, str, Construct, object]], flexible: bool):
+        super().__init__()
+        self.struct_name = name
+        self.fields, self.tagged, self.flexible = fields, tagged, flexible
+        self.defaults = tuple((name, default) for _, name, _, default in tagged)
+
+    def _parse(self, stream, context, path):
+        result = {}
+        for name, sub in self.fields:
+            try:
+                result[name] = sub._parse(stream, context, path)
+            except WireError as e:
+                raise e.within(name)
+        if self.flexible:
+            known = {tag: (name, self._tagged_reader(sub, context, path)) for tag, name, sub, _ in self.tagged}
+            runtime.read_tag_section(stream, result, known, self.defaults)
+        return result
+
+    @staticmethod
+    def _tagged_reader(sub, context, path):
+        return lambda io: sub._parse(io, context, path)
+
+    def emit(self, code):
+        fid = code.allocateId()
+        lines = [f"def parse_struct_{fid}(io):  # {self.struct_name}", "    r = {}"]
+        for name, sub in self.fields:
+            lines.append(f"    r[{name!r}] = {sub._compileparse(code)}")
+        if self.flexible:
+            known = ", ".join(
+                f"{tag}: ({name!r}, lambda io: {sub._compileparse(code)})" for tag, name, sub, _ in self.tagged
+            )
+            code.append(f"tags_{fid} = {{{known}}}\ndefaults_{fid} = {self.defaults!r}")
+            lines.append(f"    read_tag_section(io, r, tags_{fid}, defaults_{fid})")
+        lines.append("    return r")
+        code.append("\n".join(lines))
+        return f"parse_struct_{fid}(io)"

@@ -1,0 +1,134 @@
+"""Decode whole Kafka frames: header, then body, with the header-version rules applied.
+
+``Decoder`` binds a spec registry to a parser cache. ``decode_request`` reads the api key and
+version from the first four bytes, picks the header version (``spec.headers``), and decodes the
+body at that version; ``decode_response`` needs the api key and version from the request.
+A body must use every byte of the frame: leftovers mean the frame was read at the wrong layout.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+from io import BytesIO
+
+from ..spec.headers import API_VERSIONS, request_header_version, response_header_version
+from ..spec.registry import SpecRegistry, registry_for
+from .cache import ParserCache
+from .embedded import decode_embedded
+from .errors import DecodeError, WireError
+from .runtime import remaining
+
+_API_KEY_VERSION = struct.Struct(">hh")
+
+
+class Decoder:
+    def __init__(self, registry: SpecRegistry, compiled: bool = True):
+        self.registry = registry
+        self.parsers = ParserCache(registry, compiled)
+
+    # -- whole frames ------------------------------------------------------------------
+
+    def decode_request(self, payload: bytes, *, protocol_type: str | None = None) -> dict:
+        if len(payload) < 4:
+            raise DecodeError(f"request frame of {len(payload)} bytes is too short for a header", offset=0)
+        api_key, version = _API_KEY_VERSION.unpack_from(payload)
+        message = self.registry.request(api_key)
+        if message is None:
+            raise DecodeError(f"unknown api key {api_key}", api_key=api_key, api_version=version, offset=0)
+        where = dict(api_key=api_key, api_name=message.api_name, api_version=version, direction="request")
+        if version not in message.valid_versions:
+            raise DecodeError(f"version {version} is not one of {message.api_name}'s ({message.valid_versions})",
+                              offset=2, **where)
+        io = BytesIO(payload)
+        header = self._parse(io, "RequestHeader", request_header_version(message, version), where)
+        body = self._parse(io, message.name, version, where, whole=True)
+        result = {
+            "api_key": api_key,
+            "api_name": message.api_name,
+            "api_version": version,
+            "correlation_id": header["correlation_id"],
+            "client_id": header.get("client_id"),
+            "body": body,
+        }
+        decode_embedded(self, result, "request", protocol_type=protocol_type)
+        return result
+
+    def decode_response(self, payload: bytes, api_key: int, api_version: int, *,
+                        request: dict | None = None, protocol_type: str | None = None) -> dict:
+        message = self.registry.response(api_key)
+        where = dict(api_key=api_key, api_name=message.api_name if message else None,
+                     api_version=api_version, direction="response")
+        if message is None:
+            raise DecodeError(f"unknown api key {api_key}", **where)
+        known_version = api_version in message.valid_versions
+        if not known_version and api_key != API_VERSIONS:
+            raise DecodeError(f"version {api_version} is not one of {message.api_name}'s ({message.valid_versions})", **where)
+        try:
+            if not known_version:
+                raise DecodeError("version unknown to these specs", offset=0, **where)
+            result = self._response_at(payload, message, api_version, where)
+        except DecodeError as first:
+            # A broker answers an ApiVersions request of a version it does not support with a v0
+            # body (error UNSUPPORTED_VERSION); Kafka's client then reads it as v0 (KIP-511).
+            if api_key != API_VERSIONS or api_version == 0:
+                raise
+            try:
+                result = self._response_at(payload, message, 0, {**where, "api_version": 0})
+            except DecodeError:
+                raise first from None
+            result["body_version"] = 0
+            result["note"] = f"ApiVersions v{api_version} response decoded as v0 (broker fallback): {first.reason}"
+        decode_embedded(self, result, "response", request=request, protocol_type=protocol_type)
+        return result
+
+    def _response_at(self, payload, message, version, where) -> dict:
+        io = BytesIO(payload)
+        header = self._parse(io, "ResponseHeader", response_header_version(message, version), where)
+        body = self._parse(io, message.name, version, where, whole=True)
+        return {"api_key": message.api_key, "api_version": where["api_version"],
+                "correlation_id": header["correlation_id"], "body": body}
+
+    # -- one message at one version ---------------------------------------------------
+
+    def parse_message(self, name: str, version: int, data: bytes, *, whole: bool = True) -> dict:
+        """Decode ``data`` as message ``name`` at ``version`` (data messages, embedded bytes)."""
+        where = dict(api_name=name, api_version=version, direction="data")
+        return self._parse(BytesIO(data), name, version, where, whole=whole)
+
+    def _parse(self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False) -> dict:
+        parser = self.parsers.get(name, version)
+        start = io.tell()
+        try:
+            value = parser.parse_compiled(io)
+        except Exception as compiled_error:  # noqa: BLE001 - any failure is re-read below to say where
+            io.seek(start)
+            try:
+                value = parser.interpreted._parse(io, None, "")
+            except WireError as e:
+                part = "" if name.endswith(("Request", "Response")) else f"{name}: "
+                raise DecodeError(f"{part}{e.reason}", offset=e.offset, path=e.dotted_path, **where) from e
+            except Exception as e:  # noqa: BLE001
+                raise DecodeError(f"{name}: {type(e).__name__}: {e}", offset=io.tell(), **where) from e
+            # Both parsers read bytes through the same runtime, so this is a bug of ours: say so.
+            raise DecodeError(f"{name}: compiled parser failed where the interpreted one did not: "
+                              f"{compiled_error!r}", offset=start, **where) from compiled_error
+        if whole:
+            left = remaining(io)
+            if left:
+                raise DecodeError(f"{left} bytes left after the {name} body", offset=io.tell(), **where)
+        return value
+
+
+@lru_cache(maxsize=8)
+def decoder_for(specs: str | None = None, compiled: bool = True) -> Decoder:
+    """One decoder per spec directory per process (``None``: the bundled specs)."""
+    return Decoder(registry_for(specs), compiled)
+
+
+def decode_request(payload: bytes, **options) -> dict:
+    return decoder_for().decode_request(bytes(payload), **options)
+
+
+def decode_response(payload: bytes, api_key: int, api_version: int, **options) -> dict:
+    return decoder_for().decode_response(bytes(payload), api_key, api_version, **options)

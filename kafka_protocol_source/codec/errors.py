@@ -1,0 +1,44 @@
+"""Errors raised while reading the wire: ``WireError`` inside the codec, ``DecodeError`` outside.
+
+``WireError`` carries the byte offset where reading failed and collects the field path as it
+unwinds through structs and arrays. ``DecodeError`` is the public one: api, version, offset,
+path and reason, all as attributes and in its message.
+"""
+
+from __future__ import annotations
+
+
+class WireError(ValueError):
+    def __init__(self, reason: str, offset: int):
+        super().__init__(reason)
+        self.reason = reason
+        self.offset = offset
+        self.path: list[str] = []
+
+    def within(self, step: str) -> WireError:
+        """Prepend one step (a field name or ``[i]``) of the path while unwinding."""
+        self.path.insert(0, step)
+        return self
+
+    @property
+    def dotted_path(self) -> str:
+        return "".join(s if s.startswith("[") else f".{s}" for s in self.path).lstrip(".")
+
+
+class DecodeError(ValueError):
+    """A frame that cannot be decoded: says which api, version, byte offset and field."""
+
+    def __init__(self, reason: str, *, api_key: int | None = None, api_name: str | None = None,
+                 api_version: int | None = None, direction: str = "request",
+                 offset: int | None = None, path: str = ""):
+        self.reason = reason
+        self.api_key = api_key
+        self.api_name = api_name
+        self.api_version = api_version
+        self.direction = direction
+        self.offset = offset
+        self.path = path
+        where = f"{api_name or f'api {api_key}'} v{api_version} {direction}"
+        at = f" at byte {offset}" if offset is not None else ""
+        field = f" in {path}" if path else ""
+        super().__init__(f"{where}{at}{field}: {reason}")

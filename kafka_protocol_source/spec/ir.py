@@ -1,0 +1,122 @@
+"""The intermediate representation of Kafka message definitions.
+
+Two layers, both plain frozen dataclasses with no construct or Spark in sight:
+
+* ``MessageDef`` / ``FieldDef``: a message as the spec states it, across all versions
+  (what the JSON front-end and, later, the krammar front-end lower into).
+* ``Struct`` / ``Field``: the same message resolved at ONE version (``resolve.py``), with
+  every version question already answered, so a parser built from it has no version branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .versions import NONE, VersionRange
+
+PRIMITIVES = frozenset({
+    "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
+    "string", "bytes", "uuid", "records",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class TypeRef:
+    """``int32``, ``[]int32``, ``Topic`` or ``[]Topic`` from a spec's ``type`` attribute."""
+
+    name: str  # primitive or struct name, without the array prefix
+    is_array: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> TypeRef:
+        if text.startswith("[]"):
+            return cls(text[2:], True)
+        return cls(text, False)
+
+    @property
+    def is_primitive(self) -> bool:
+        return self.name in PRIMITIVES
+
+    def __str__(self) -> str:
+        return ("[]" if self.is_array else "") + self.name
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDef:
+    name: str
+    type: TypeRef
+    versions: VersionRange
+    nullable_versions: VersionRange = NONE
+    tagged_versions: VersionRange = NONE
+    tag: int | None = None
+    flexible_versions: VersionRange | None = None  # field-level override (RequestHeader.ClientId)
+    default: str | None = None
+    map_key: bool = False
+    entity_type: str | None = None
+    ignorable: bool = False
+    zero_copy: bool = False
+    fields: tuple[FieldDef, ...] = ()  # inline struct definition, if any
+
+
+@dataclass(frozen=True, slots=True)
+class StructDef:
+    """A named struct from ``commonStructs``."""
+
+    name: str
+    versions: VersionRange
+    fields: tuple[FieldDef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDef:
+    name: str  # e.g. "ProduceRequest"
+    kind: str  # "request", "response", "header" or "data"
+    api_key: int | None
+    valid_versions: VersionRange
+    flexible_versions: VersionRange
+    fields: tuple[FieldDef, ...]
+    common_structs: tuple[StructDef, ...] = ()
+    latest_version_unstable: bool = False
+    deprecated_versions: VersionRange = NONE
+    listeners: tuple[str, ...] = ()
+    version_sources: tuple[tuple[VersionRange, str], ...] = ()  # which upstream each version came from
+
+    @property
+    def api_name(self) -> str:
+        """``ProduceRequest`` -> ``Produce``."""
+        for suffix in ("Request", "Response"):
+            if self.kind == suffix.lower() and self.name.endswith(suffix):
+                return self.name[: -len(suffix)]
+        return self.name
+
+
+# --- resolved at one version ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of a struct at one version.
+
+    ``kind`` is a primitive name, ``"array"`` or ``"struct"``. For arrays ``element`` is a
+    primitive name or a ``Struct``; for structs ``struct`` is the resolved ``Struct``.
+    ``compact`` says the flexible (KIP-482) encoding applies to this field's length prefix.
+    """
+
+    name: str  # snake_case, as it appears in decoded dicts
+    spec_name: str
+    kind: str
+    nullable: bool
+    compact: bool
+    tag: int | None = None
+    default: Any = None
+    element: str | Struct | None = None
+    struct: Struct | None = None
+    path: str = ""  # dotted spec path inside the message, for messages and errors
+
+
+@dataclass(frozen=True, slots=True)
+class Struct:
+    name: str
+    fields: tuple[Field, ...]  # in wire order, tagged fields excluded
+    tagged: tuple[Field, ...] = ()  # known tagged fields, by tag
+    flexible: bool = False  # a tag section ends this struct

@@ -1,0 +1,76 @@
+"""The set of message definitions one decoder works from.
+
+A registry is built from one directory: the project's ``specs/`` (the default, shipped inside
+the package) or any directory of upstream Kafka JSON definitions, so a newer or forked protocol
+decodes without a release of ours. Resolution at a version is cached per registry.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from .ir import MessageDef, Struct
+from .json_frontend import load_message
+from .resolve import resolve
+
+DEFAULT_SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+class SpecRegistry:
+    def __init__(self, messages: dict[str, MessageDef], source: str = ""):
+        self.messages = messages
+        self.source = source
+        self._requests = {m.api_key: m for m in messages.values() if m.kind == "request"}
+        self._responses = {m.api_key: m for m in messages.values() if m.kind == "response"}
+        self._resolved: dict[tuple[str, int], Struct] = {}
+
+    @classmethod
+    def from_directory(cls, directory: str | Path) -> SpecRegistry:
+        directory = Path(directory)
+        files = sorted(directory.glob("*.json"))
+        if not files:
+            raise FileNotFoundError(f"no message definitions (*.json) in {directory}")
+        messages = {}
+        for path in files:
+            message = load_message(path)
+            messages[message.name] = message
+        return cls(messages, str(directory))
+
+    def api_keys(self) -> list[int]:
+        return sorted(self._requests)
+
+    def request(self, api_key: int) -> MessageDef | None:
+        return self._requests.get(api_key)
+
+    def response(self, api_key: int) -> MessageDef | None:
+        return self._responses.get(api_key)
+
+    def message(self, name: str) -> MessageDef:
+        try:
+            return self.messages[name]
+        except KeyError:
+            raise KeyError(f"no message definition named {name!r} in {self.source}") from None
+
+    def api_name(self, api_key: int) -> str | None:
+        message = self._requests.get(api_key)
+        return message.api_name if message else None
+
+    def api_key_by_name(self, name: str) -> int | None:
+        for key, message in self._requests.items():
+            if message.api_name.lower() == name.lower():
+                return key
+        return None
+
+    def resolved(self, name: str, version: int) -> Struct:
+        key = (name, version)
+        struct = self._resolved.get(key)
+        if struct is None:
+            struct = self._resolved[key] = resolve(self.message(name), version)
+        return struct
+
+
+@lru_cache(maxsize=8)
+def registry_for(directory: str | None = None) -> SpecRegistry:
+    """One registry per spec directory per process (``None``: the bundled specs)."""
+    return SpecRegistry.from_directory(directory or DEFAULT_SPECS)

@@ -1,0 +1,108 @@
+"""Resolve a ``MessageDef`` at one version into a ``Struct`` tree.
+
+Every version question (is this field present, nullable, tagged, compact?) is answered here,
+once, so the parser builder sees a fixed layout. Defaults follow Kafka's generator: a spec
+``default`` if given, else zero / empty / false, and ``null`` only where the spec says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ir import FieldDef, MessageDef, Field, Struct
+from .names import snake_case
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32"})
+
+
+class SpecError(ValueError):
+    """A definition that cannot be resolved (unknown struct type, bad version)."""
+
+
+def resolve(message: MessageDef, version: int) -> Struct:
+    if version not in message.valid_versions:
+        raise SpecError(f"{message.name} has no version {version} (valid: {message.valid_versions})")
+    structs = _struct_table(message)
+    flexible = version in message.flexible_versions
+    return _resolve_struct(message.name, message.fields, version, flexible, structs, message.name)
+
+
+def _struct_table(message: MessageDef) -> dict[str, tuple[FieldDef, ...]]:
+    table = {s.name: s.fields for s in message.common_structs}
+
+    def collect(fields: tuple[FieldDef, ...]) -> None:
+        for f in fields:
+            if f.fields:
+                table.setdefault(f.type.name, f.fields)
+                collect(f.fields)
+
+    collect(message.fields)
+    for s in message.common_structs:
+        collect(s.fields)
+    return table
+
+
+def _resolve_struct(name, fields, version, flexible, structs, path) -> Struct:
+    regular, tagged = [], []
+    for fd in fields:
+        if version not in fd.versions:
+            continue
+        resolved = _resolve_field(fd, version, flexible, structs, f"{path}.{fd.name}")
+        if flexible and version in fd.tagged_versions:
+            if fd.tag is None:
+                raise SpecError(f"{path}.{fd.name} is tagged at v{version} but has no tag number")
+            tagged.append(resolved)
+        else:
+            regular.append(resolved)
+    tagged.sort(key=lambda f: f.tag)
+    return Struct(name=name, fields=tuple(regular), tagged=tuple(tagged), flexible=flexible)
+
+
+def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
+    nullable = version in fd.nullable_versions
+    compact = flexible if fd.flexible_versions is None else version in fd.flexible_versions
+    tag = fd.tag if (flexible and version in fd.tagged_versions) else None
+    common = dict(name=snake_case(fd.name), spec_name=fd.name, nullable=nullable, compact=compact, tag=tag, path=path)
+    type_name = fd.type.name
+    if fd.type.is_primitive:
+        element = type_name
+    else:
+        body = fd.fields or structs.get(type_name)
+        if body is None:
+            raise SpecError(f"{path}: unknown struct type {type_name!r}")
+        element = _resolve_struct(type_name, body, version, flexible, structs, path)
+    if fd.type.is_array:
+        default = None if fd.default == "null" else []
+        return Field(kind="array", element=element, default=default, **common)
+    if isinstance(element, Struct):
+        default = None if fd.default == "null" else struct_default(element)
+        return Field(kind="struct", struct=element, default=default, **common)
+    return Field(kind=type_name, default=_primitive_default(type_name, fd.default, nullable, path), **common)
+
+
+def struct_default(struct: Struct) -> dict[str, Any]:
+    return {f.name: f.default for f in (*struct.fields, *struct.tagged)}
+
+
+def _primitive_default(type_name: str, text: str | None, nullable: bool, path: str) -> Any:
+    if text == "null":
+        if not nullable:
+            raise SpecError(f"{path}: default null on a field that is not nullable")
+        return None
+    try:
+        if type_name in _INTS:
+            return int(text, 0) if text else 0
+        if type_name == "float64":
+            return float(text) if text else 0.0
+        if type_name == "bool":
+            return text == "true"
+    except ValueError as e:
+        raise SpecError(f"{path}: bad default {text!r} for {type_name}") from e
+    if type_name == "string":
+        return text or ""
+    if type_name == "uuid":
+        return ZERO_UUID
+    if type_name == "bytes":
+        return b""
+    return None  # records
