@@ -1,0 +1,70 @@
+"""The exact shape of the dicts `decode_records` returns.
+
+Owns the key sets and the constructors of batch and record dicts, so every stage that builds
+one (v2, legacy, truncation stubs) yields the same keys and a Spark schema can stay uniform.
+Does not decode anything.
+"""
+
+BATCH_KEYS = (
+    "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "crc_valid",
+    "attributes", "compression", "timestamp_type", "is_transactional", "is_control",
+    "has_delete_horizon", "last_offset_delta", "base_timestamp", "max_timestamp",
+    "producer_id", "producer_epoch", "base_sequence", "records_count", "records",
+    "truncated", "error",
+)
+
+RECORD_KEYS = (
+    "offset", "timestamp", "key", "value", "headers", "attributes", "crc", "crc_valid",
+    "control",
+)
+
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+# Ints that a batch dict always carries get -1 when the bytes ran out before them, so a
+# non-null column stays non-null; optional fields get None.
+UNKNOWN = -1
+
+
+def compression_name(codec_id: int) -> str:
+    name = CODEC_NAMES.get(codec_id)
+    return name if name is not None else f"unknown({codec_id})"
+
+
+def new_batch(**fields) -> dict:
+    """A batch dict with every key present; `fields` overrides the defaults."""
+    batch = {
+        "base_offset": UNKNOWN,
+        "batch_length": UNKNOWN,
+        "partition_leader_epoch": None,
+        "magic": UNKNOWN,
+        "crc": UNKNOWN,
+        "crc_valid": None,
+        "attributes": UNKNOWN,
+        "compression": compression_name(UNKNOWN),
+        "timestamp_type": None,
+        "is_transactional": False,
+        "is_control": False,
+        "has_delete_horizon": False,
+        "last_offset_delta": None,
+        "base_timestamp": None,
+        "max_timestamp": None,
+        "producer_id": None,
+        "producer_epoch": None,
+        "base_sequence": None,
+        "records_count": 0,
+        "records": [],
+        "truncated": False,
+        "error": None,
+    }
+    unknown = fields.keys() - batch.keys()
+    if unknown:
+        raise TypeError(f"not batch keys: {sorted(unknown)}")
+    batch.update(fields)
+    return batch
+
+
+def legacy_record(offset, timestamp, key, value, attributes, crc, crc_valid) -> dict:
+    return {
+        "offset": offset, "timestamp": timestamp, "key": key, "value": value, "headers": [],
+        "attributes": attributes, "crc": crc, "crc_valid": crc_valid, "control": None,
+    }

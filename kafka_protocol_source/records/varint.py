@@ -1,0 +1,30 @@
+"""Kafka's zigzag varints read straight from a bytes object by index.
+
+Owns the slow path of varint reading (multi-byte values); the v2 record loop inlines the
+one-byte fast path itself because a call per field is the dominant cost there.
+"""
+
+from .errors import RecordsError
+
+# A zigzag varlong never needs more than 10 bytes; more means corrupt data, and stopping
+# there bounds the loop however the bytes are crafted.
+_MAX_VARINT_BYTES = 10
+
+
+def read_zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, position after it) for the zigzag varint at `pos`.
+
+    Raises IndexError when the bytes end inside the varint, RecordsError when it is longer
+    than any Kafka varlong.
+    """
+    result = 0
+    shift = 0
+    stop = pos + _MAX_VARINT_BYTES
+    while pos < stop:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise RecordsError(f"varint longer than {_MAX_VARINT_BYTES} bytes at {pos - _MAX_VARINT_BYTES}")
