@@ -1,1 +1,21 @@
-"""tcp stage."""
+"""TCP stage: capture-ordered segments in, ordered byte streams per connection direction out.
+
+Public surface::
+
+    reassemble(segments, *, max_buffered_bytes=16 MiB)
+        -> Iterator[StreamChunk | StreamGap | FlowEvent | CaptureIssue]
+    ConnectionKey(a_ip, a_port, b_ip, b_port, instance)   # canonical endpoint order
+    Direction(src_ip, src_port, dst_ip, dst_port)
+    StreamChunk(conn, direction, offset, data, timestamp_ns, packet_index)   # one per packet
+    StreamGap(conn, direction, offset, length, timestamp_ns, reason)
+    FlowEvent(conn, kind, timestamp_ns, direction, initiator, detail)
+
+Missing bytes are never spliced over: a `StreamGap` says how many and where, and the stream goes
+on after it. Which side is the Kafka client is decided later; `FlowEvent.initiator` (who sent the
+SYN, when seen) is only a hint. Imports only from `capture`.
+"""
+
+from .flows import DEFAULT_MAX_BUFFERED_BYTES, reassemble
+from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
+
+__all__ = ["reassemble", "ConnectionKey", "Direction", "StreamChunk", "StreamGap", "FlowEvent", "DEFAULT_MAX_BUFFERED_BYTES"]

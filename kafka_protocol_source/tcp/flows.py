@@ -1,0 +1,143 @@
+"""The connection table and `reassemble`: TCP segments in, per-direction stream events out.
+
+Owns: which connection a segment belongs to (4-tuple plus instance number, a new instance when
+the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/RST handling,
+the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
+and gaps are `stream`'s job. Capture issues pass through untouched, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
+from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
+from .stream import DirectionStream
+
+DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
+# Closed connections are remembered (to recognise late retransmissions) up to this many.
+MAX_CLOSED_REMEMBERED = 1 << 16
+
+StreamEvent = StreamChunk | StreamGap | FlowEvent | CaptureIssue
+
+
+class _Connection:
+    __slots__ = ("key", "streams", "initiator", "fins", "closed", "last_ts")
+
+    def __init__(self, key: ConnectionKey) -> None:
+        self.key = key
+        self.streams: dict[tuple[str, int], DirectionStream] = {}
+        self.initiator: Direction | None = None
+        self.fins: set[tuple[str, int]] = set()
+        self.closed = False
+
+
+class _Table:
+    def __init__(self, max_buffered_bytes: int) -> None:
+        self.cap = max_buffered_bytes
+        self.out: list = []
+        self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
+        self.closed: dict[tuple, _Connection] = {}
+        self.instances: dict[tuple, int] = {}
+
+    def _open(self, four: tuple, seg: TcpSegment) -> _Connection:
+        n = self.instances.get(four, 0)
+        self.instances[four] = n + 1
+        self.closed.pop(four, None)
+        conn = self.live[four] = _Connection(ConnectionKey(*four, n))
+        a, b = (four[0], four[1]), (four[2], four[3])
+        for src, dst in ((a, b), (b, a)):
+            conn.streams[src] = DirectionStream(conn.key, Direction(*src, *dst), self.out, self.cap)
+        if seg.flags & SYN:
+            sender = conn.streams[(seg.src_ip, seg.src_port)].direction
+            receiver = conn.streams[(seg.dst_ip, seg.dst_port)].direction
+            conn.initiator = receiver if seg.flags & ACK else sender
+        self.out.append(FlowEvent(conn.key, "open", seg.timestamp_ns, None, conn.initiator))
+        return conn
+
+    def close(self, four: tuple, conn: _Connection, ts: int, why: str) -> None:
+        for stream in conn.streams.values():
+            stream.flush()
+        conn.closed = True
+        del self.live[four]
+        self.closed[four] = conn
+        if len(self.closed) > MAX_CLOSED_REMEMBERED:
+            del self.closed[next(iter(self.closed))]
+        self.out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
+
+    def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
+        """A segment after close is a late retransmission unless it is a SYN or lies past the old data."""
+        if seg.flags & SYN:
+            return False
+        stream = conn.streams[(seg.src_ip, seg.src_port)]
+        if not seg.payload or stream.base_seq is None:
+            return True
+        return -1 <= stream.offset_of(seg.seq) <= stream.offset
+
+    def segment(self, seg: TcpSegment) -> None:
+        src, dst = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
+        four = (*src, *dst) if src <= dst else (*dst, *src)
+        flags = seg.flags
+        conn = self.live.get(four)
+        if conn is None:
+            old = self.closed.get(four)
+            if old is not None and self._belongs_to_closed(old, seg):
+                return
+            conn = self._open(four, seg)
+        elif flags & SYN and not flags & ACK:
+            isn = conn.streams[src].isn
+            if isn is not None and isn != seg.seq:
+                self.close(four, conn, seg.timestamp_ns, "reused")
+                conn = self._open(four, seg)
+        stream = conn.streams[src]
+        if flags & SYN:
+            stream.syn(seg.seq)
+            if conn.initiator is None:
+                conn.initiator = conn.streams[dst if flags & ACK else src].direction
+        if seg.payload or seg.missing:
+            # A SYN's data (TCP Fast Open) starts one after the ISN.
+            seq = (seg.seq + 1) & 0xFFFFFFFF if flags & SYN else seg.seq
+            if not stream.add(seq, seg.payload, seg.missing, seg.timestamp_ns, seg.packet_index):
+                self.out.append(FlowEvent(conn.key, "overflow", seg.timestamp_ns, stream.direction, conn.initiator,
+                                          f"more than {self.cap} bytes out of order"))
+        if flags & RST:
+            self.out.append(FlowEvent(conn.key, "reset", seg.timestamp_ns, stream.direction, conn.initiator))
+            self.close(four, conn, seg.timestamp_ns, "reset")
+        elif flags & FIN and src not in conn.fins:
+            conn.fins.add(src)
+            self.out.append(FlowEvent(conn.key, "fin", seg.timestamp_ns, stream.direction, conn.initiator))
+            if len(conn.fins) == 2:
+                self.close(four, conn, seg.timestamp_ns, "fin")
+
+    def finish(self, ts: int) -> None:
+        for four, conn in list(self.live.items()):
+            self.close(four, conn, ts, "end_of_capture")
+
+
+def reassemble(
+    segments: Iterable[TcpSegment | CaptureIssue],
+    *,
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+) -> Iterator[StreamEvent]:
+    """Turn capture-ordered segments into per-direction StreamChunk/StreamGap/FlowEvent items.
+
+    Events come out in capture order; each chunk is the new in-order bytes of one packet.
+    `max_buffered_bytes` caps the out-of-order bytes held per direction: past it the direction
+    is flushed (holes become "overflow" gaps) and an "overflow" FlowEvent is emitted.
+    CaptureIssue items are passed through where they occur.
+    """
+    table = _Table(max_buffered_bytes)
+    out = table.out
+    last_ts = 0
+    for item in segments:
+        if item.__class__ is TcpSegment:
+            last_ts = item.timestamp_ns
+            table.segment(item)
+            if out:
+                yield from out
+                out.clear()
+        else:
+            yield item
+    table.finish(last_ts)
+    yield from out
+    out.clear()

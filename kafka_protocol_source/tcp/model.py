@@ -1,0 +1,91 @@
+"""Values the tcp stage hands to the framing stage: chunks, gaps and connection events.
+
+Owns: the shape of what `reassemble` yields. Does not own the reassembly itself (`stream`,
+`flows`) or any idea of which side is the Kafka client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..capture.model import fast_constructor
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionKey:
+    """One TCP connection: its endpoints in a canonical order plus an instance number.
+
+    `instance` counts connections on the same 4-tuple (0 for the first), so a 4-tuple reused
+    after FIN/RST, or by a SYN with a new ISN, gets a new key.
+    """
+
+    a_ip: str
+    a_port: int
+    b_ip: str
+    b_port: int
+    instance: int
+
+
+@dataclass(frozen=True, slots=True)
+class Direction:
+    """One direction of a connection: bytes flow from (src_ip, src_port) to (dst_ip, dst_port)."""
+
+    src_ip: str
+    src_port: int
+    dst_ip: str
+    dst_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamChunk:
+    """In-order bytes of one direction, as carried by one packet.
+
+    `offset` is the stream offset of data[0] (0 = first byte after the SYN, or the first byte seen
+    when the capture started mid-connection); `timestamp_ns` and `packet_index` are those of the
+    packet that carried these bytes.
+    """
+
+    conn: ConnectionKey
+    direction: Direction
+    offset: int
+    data: bytes
+    timestamp_ns: int
+    packet_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """Bytes [offset, offset + length) of one direction that the capture does not have.
+
+    reason: "missing" (never captured), "snaplen_cut" (cut off a captured packet) or "overflow"
+    (given up when the out-of-order buffer hit its cap). Streams continue after a gap; bytes on
+    either side are never spliced together silently.
+    """
+
+    conn: ConnectionKey
+    direction: Direction
+    offset: int
+    length: int
+    timestamp_ns: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEvent:
+    """Something that happened to a connection.
+
+    kind: "open" (first packet seen; `initiator` is the direction of whoever sent the SYN, None if
+    no SYN was seen), "fin" and "reset" (from `direction`'s sender), "overflow" (that direction's
+    out-of-order buffer hit the cap and was flushed with gaps), "close" (no more events for this
+    key; `detail` says why: "fin", "reset", "reused" or "end_of_capture").
+    """
+
+    conn: ConnectionKey
+    kind: str
+    timestamp_ns: int
+    direction: Direction | None = None
+    initiator: Direction | None = None
+    detail: str = ""
+
+
+new_chunk = fast_constructor(StreamChunk)
