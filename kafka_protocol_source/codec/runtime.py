@@ -92,15 +92,10 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _length_error(what: str, n: int, io, start: int) -> WireError:
-    return WireError(f"{what}: claimed length {n} but only {remaining(io)} bytes left", start)
-
-
 def _read_sized(io, n: int, what: str, start: int) -> bytes:
     data = io.read(n)
     if len(data) != n:
-        io.seek(start)
-        raise _length_error(what, n, io, start)
+        raise WireError(f"{what}: claimed length {n} but only {len(data)} bytes left", start)
     return data
 
 

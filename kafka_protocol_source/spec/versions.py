@@ -6,9 +6,11 @@ Kafka's message definitions (see the upstream message README, "Versions"). Knows
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 OPEN_END = 0x7FFF  # int16 max: "3+" means every version from 3 on
+_RANGE = re.compile(r"(\d+)(\+|-(\d+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +25,13 @@ class VersionRange:
         text = text.strip()
         if text == "none":
             return NONE
-        try:
-            if text.endswith("+"):
-                return cls(int(text[:-1]), OPEN_END)
-            if "-" in text:
-                low, high = text.split("-", 1)
-                return cls(int(low), int(high))
-            return cls(int(text), int(text))
-        except ValueError as e:
-            raise ValueError(f"not a Kafka version range: {text!r}") from e
+        match = _RANGE.fullmatch(text)
+        if match is None:
+            raise ValueError(f"not a Kafka version range: {text!r}")
+        low = int(match.group(1))
+        if match.group(2) == "+":
+            return cls(low, OPEN_END)
+        return cls(low, int(match.group(3)) if match.group(3) else low)
 
     @property
     def empty(self) -> bool:

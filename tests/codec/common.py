@@ -1,0 +1,31 @@
+"""``common()``: the one-call check every construct of ours must pass (after construct's own
+test helper of that name): interpreted and compiled parsing give the expected value and use
+every byte, and every truncation of the input is a ``WireError``, not a wrong value."""
+
+from io import BytesIO
+
+import pytest
+
+from kafka_protocol_source.codec.errors import WireError
+
+
+def parse_both(construct, data: bytes):
+    io = BytesIO(data)
+    interpreted = construct._parse(io, None, "")
+    used_interpreted = io.tell()
+    io = BytesIO(data)
+    compiled = construct.compile().parsefunc(io, None)
+    assert used_interpreted == io.tell(), "compiled and interpreted used different byte counts"
+    return interpreted, compiled, used_interpreted
+
+
+def common(construct, data: bytes, expected) -> None:
+    interpreted, compiled, used = parse_both(construct, data)
+    assert interpreted == expected
+    assert compiled == expected
+    assert used == len(data)
+    for cut in range(len(data)):
+        with pytest.raises(WireError):
+            construct._parse(BytesIO(data[:cut]), None, "")
+        with pytest.raises(Exception):
+            construct.compile().parsefunc(BytesIO(data[:cut]), None)

@@ -1,0 +1,27 @@
+"""For every message and version in specs/: compiled and interpreted parsers agree."""
+
+from io import BytesIO
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kafka_protocol_source import decoder_for
+
+from .wiregen import message_bytes
+
+DECODER = decoder_for()
+CASES = [(name, v) for name, m in sorted(DECODER.registry.messages.items()) for v in m.valid_versions.versions()]
+
+
+@pytest.mark.parametrize("name,version", [pytest.param(*c, id=f"{c[0]}-v{c[1]}") for c in CASES])
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_compiled_equals_interpreted(name, version, data):
+    parser = DECODER.parsers.get(name, version)
+    wire = data.draw(message_bytes(DECODER.registry.resolved(name, version)))
+    io = BytesIO(wire)
+    compiled = parser.parse_compiled(io)
+    assert io.tell() == len(wire)
+    io = BytesIO(wire)
+    assert parser.interpreted._parse(io, None, "") == compiled
+    assert io.tell() == len(wire)
