@@ -14,7 +14,7 @@ MAX_DATAGRAM = 65535
 
 
 class _Group:
-    __slots__ = ("pieces", "total", "proto", "first_ts", "first_index", "first_offset", "nbytes", "poisoned")
+    __slots__ = ("pieces", "total", "proto", "first_ts", "first_index", "first_offset", "nbytes", "poisoned", "done")
 
     def __init__(self, ts: int, index: int, offset: int) -> None:
         self.pieces: list[tuple[int, bytes]] = []
@@ -25,6 +25,8 @@ class _Group:
         self.first_offset = offset
         self.nbytes = 0
         self.poisoned = False
+        # After completion: the (offset, length) of its fragments, so duplicates are absorbed.
+        self.done: frozenset | None = None
 
 
 class FragmentReassembler:
@@ -37,7 +39,7 @@ class FragmentReassembler:
         self.issues: list[CaptureIssue] = []
 
     def _report(self, key: tuple, g: _Group, why: str) -> None:
-        if not g.poisoned:
+        if not g.poisoned and g.done is None:
             have = sum(len(p) for _, p in g.pieces)
             self.issues.append(
                 CaptureIssue(g.first_index, g.first_offset, "fragment_incomplete",
@@ -76,6 +78,11 @@ class FragmentReassembler:
             ts: int, index: int, offset: int) -> tuple[bytes, int] | None:
         """Add one fragment; return (datagram payload, upper protocol) once the datagram is whole."""
         g = self._group(key, ts, index, offset)
+        if g.done is not None:
+            if (frag_offset, len(payload)) in g.done:
+                return None  # a duplicate of a fragment of a datagram already delivered
+            del self._groups[key]  # the id was reused for a new datagram
+            g = self._group(key, ts, index, offset)
         if g.poisoned:
             return None
         end = frag_offset + len(payload)
@@ -104,7 +111,8 @@ class FragmentReassembler:
             n = min(len(p), total - o)
             if n > 0:
                 buf[o : o + n] = p[:n]
-        del self._groups[key]
+        g.done = frozenset((o, len(p)) for o, p in g.pieces)
+        g.pieces = []
         return bytes(buf), g.proto
 
     def flush(self) -> None:
