@@ -1,0 +1,184 @@
+"""reassemble() on hand-made segment lists, plus hypothesis properties for ordering and gaps."""
+
+import io
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pcapbuild as b
+from kafka_protocol_source.capture import ACK, FIN, PSH, RST, SYN, TcpSegment, read_packets
+from kafka_protocol_source.tcp import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, reassemble
+
+C, S = ("10.0.0.1", 40000), ("10.0.0.2", 9092)
+
+
+def seg(seq, payload=b"", flags=ACK | PSH, src=C, dst=S, ts=0, index=0, missing=0):
+    return TcpSegment(ts, src[0], src[1], dst[0], dst[1], seq % 2**32, 0, flags, payload, missing, index, 0)
+
+
+def run(segments, **kw):
+    return list(reassemble(segments, **kw))
+
+
+def stream_of(events, src=C):
+    """Rebuild one direction as a list of bytes and ("gap", offset, length, reason) items."""
+    out = []
+    for e in events:
+        if isinstance(e, StreamChunk) and (e.direction.src_ip, e.direction.src_port) == src:
+            out.append(e.data)
+        elif isinstance(e, StreamGap) and (e.direction.src_ip, e.direction.src_port) == src:
+            out.append(("gap", e.offset, e.length, e.reason))
+    return out
+
+
+def joined(events, src=C):
+    return b"".join(x for x in stream_of(events, src) if isinstance(x, bytes))
+
+
+def kinds(events):
+    return [e.kind for e in events if isinstance(e, FlowEvent)]
+
+
+def test_in_order_with_handshake_offsets_start_after_syn():
+    ev = run([seg(99, flags=SYN), seg(500, flags=SYN | ACK, src=S, dst=C), seg(100, b"abc", index=2), seg(103, b"de", index=3),
+              seg(501, b"resp", src=S, dst=C, index=4)])
+    chunks = [e for e in ev if isinstance(e, StreamChunk)]
+    assert [(c.offset, c.data, c.packet_index) for c in chunks] == [(0, b"abc", 2), (3, b"de", 3), (0, b"resp", 4)]
+    opened = ev[0]
+    assert opened.kind == "open" and opened.initiator == Direction(*C, *S)
+    assert chunks[0].conn == ConnectionKey(*C, *S, 0)
+
+
+def test_out_of_order_and_retransmission():
+    ev = run([seg(0, b"aaaa", ts=1), seg(8, b"cccc", ts=3), seg(4, b"bbbb", ts=2), seg(4, b"bbbb", ts=4), seg(0, b"aaaa")])
+    chunks = [e for e in ev if isinstance(e, StreamChunk)]
+    assert [(c.offset, c.data, c.timestamp_ns) for c in chunks] == [(0, b"aaaa", 1), (4, b"bbbb", 2), (8, b"cccc", 3)]
+
+
+def test_overlap_with_different_content_first_wins():
+    ev = run([seg(0, b"AAAA"), seg(8, b"CCCC"), seg(2, b"xxxxxxxxxx"), seg(6, b"yy")])
+    assert joined(ev) == b"AAAAxxxxCCCC"
+
+
+def test_gap_is_reported_not_spliced():
+    ev = run([seg(0, b"aaaa"), seg(10, b"cc"), seg(12, b"dd")])
+    assert stream_of(ev) == [b"aaaa", ("gap", 4, 6, "missing"), b"cc", b"dd"]
+
+
+def test_mid_stream_start_begins_at_first_seq():
+    ev = run([seg(123456, b"late"), seg(123460, b"r")])
+    assert [(e.offset, e.data) for e in ev if isinstance(e, StreamChunk)] == [(0, b"late"), (4, b"r")]
+    assert ev[0].initiator is None
+
+
+def test_sequence_wraparound():
+    start = 2**32 - 6
+    ev = run([seg(start - 1, flags=SYN), seg(start, b"abc"), seg(start + 6, b"ghi"), seg(start + 3, b"def"), seg(start + 9, b"j")])
+    assert joined(ev) == b"abcdefghij" and not any(isinstance(e, StreamGap) for e in ev)
+
+
+def test_snaplen_cut_becomes_gap():
+    ev = run([seg(0, b"ab", missing=3), seg(5, b"ok")])
+    assert stream_of(ev) == [b"ab", ("gap", 2, 3, "snaplen_cut"), b"ok"]
+
+
+def test_fin_close_and_reuse_of_four_tuple():
+    ev = run([seg(10, flags=SYN), seg(11, b"one"), seg(14, flags=FIN | ACK), seg(50, flags=FIN | ACK, src=S, dst=C),
+              seg(15, flags=ACK),  # last ACK after close: not a new connection
+              seg(900, flags=SYN), seg(901, b"two")])
+    assert kinds(ev) == ["open", "fin", "fin", "close", "open", "close"]
+    chunks = [e for e in ev if isinstance(e, StreamChunk)]
+    assert [(c.conn.instance, c.data, c.offset) for c in chunks] == [(0, b"one", 0), (1, b"two", 0)]
+
+
+def test_rst_closes_and_syn_with_new_isn_reuses():
+    ev = run([seg(10, flags=SYN), seg(11, b"x"), seg(12, flags=RST), seg(12, b"late retransmit"), seg(70, flags=SYN), seg(71, b"y"),
+              seg(5000, flags=SYN), seg(5001, b"z")])
+    assert kinds(ev) == ["open", "reset", "close", "open", "close", "open", "close"]
+    closes = [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"]
+    assert closes == ["reset", "reused", "end_of_capture"]
+    assert [(c.conn.instance, c.data) for c in ev if isinstance(c, StreamChunk)] == [(0, b"x"), (1, b"y"), (2, b"z")]
+
+
+def test_syn_ack_first_gives_initiator_hint():
+    ev = run([seg(500, flags=SYN | ACK, src=S, dst=C)])
+    assert ev[0].initiator == Direction(*C, *S)
+
+
+def test_buffer_cap_overflow_flushes_with_gap():
+    segs = [seg(0, b"a")] + [seg(10 + 10 * i, b"x" * 10) for i in range(5)]
+    ev = run(segs, max_buffered_bytes=35)
+    assert "overflow" in kinds(ev)
+    assert stream_of(ev)[:3] == [b"a", ("gap", 1, 9, "overflow"), b"x" * 10]
+    assert joined(ev) == b"a" + b"x" * 50
+
+
+def test_end_of_capture_flushes_holes_as_gaps():
+    ev = run([seg(0, b"ab"), seg(5, b"cd")])
+    assert stream_of(ev) == [b"ab", ("gap", 2, 3, "missing"), b"cd"]
+    assert kinds(ev)[-1] == "close"
+
+
+def test_capture_issues_pass_through():
+    data = b.pcap([(1, b.ether(b.ipv4("1.1.1.1", "2.2.2.2", b.tcp(1, 2, 0, payload=b"hi"))))])
+    ev = list(reassemble(read_packets(io.BytesIO(data[:-1]))))
+    assert any(getattr(e, "kind", "") == "truncated_file" for e in ev)
+
+
+def test_from_a_crafted_capture_both_directions():
+    t = 1_700_000_000 * 10**9
+    frames = [
+        (t, b.ether(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(40000, 9092, 99, flags=SYN)))),
+        (t + 1, b.ether(b.ipv4("10.0.0.2", "10.0.0.1", b.tcp(9092, 40000, 499, flags=SYN | ACK)))),
+        (t + 2, b.ether(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(40000, 9092, 105, payload=b"world")))),
+        (t + 3, b.ether(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(40000, 9092, 100, payload=b"hello")))),
+        (t + 4, b.ether(b.ipv4("10.0.0.2", "10.0.0.1", b.tcp(9092, 40000, 500, payload=b"reply")))),
+    ]
+    ev = list(reassemble(read_packets(io.BytesIO(b.pcap(frames, nanos=True)))))
+    chunks = [e for e in ev if isinstance(e, StreamChunk)]
+    assert [(c.direction.src_port, c.offset, c.data, c.timestamp_ns - t, c.packet_index) for c in chunks] == [
+        (40000, 0, b"hello", 3, 3), (40000, 5, b"world", 2, 2), (9092, 0, b"reply", 4, 4)]
+
+
+DATA = st.binary(min_size=1, max_size=3000)
+
+
+@st.composite
+def cut_stream(draw):
+    data = draw(DATA)
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=20))))
+    bounds = [0] + [c for c in cuts if c < len(data)] + [len(data)]
+    pieces = [(bounds[i], data[bounds[i] : bounds[i + 1]]) for i in range(len(bounds) - 1)]
+    isn = draw(st.integers(0, 2**32 - 1))
+    return data, pieces, isn
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut_stream(), st.randoms(use_true_random=False), st.integers(0, 5))
+def test_any_permutation_with_duplicates_reassembles(stream, rnd, dups):
+    data, pieces, isn = stream
+    order = list(pieces) + [rnd.choice(pieces) for _ in range(dups)]
+    rnd.shuffle(order)
+    # A first segment with the SYN pins offset 0 even when the data arrives out of order.
+    segs = [seg(isn, flags=SYN)] + [seg(isn + 1 + off, p) for off, p in order]
+    ev = run(segs)
+    assert joined(ev) == data
+    assert not any(isinstance(e, StreamGap) for e in ev)
+    offsets = [e.offset for e in ev if isinstance(e, StreamChunk)]
+    assert offsets == sorted(offsets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut_stream(), st.randoms(use_true_random=False), st.data())
+def test_dropping_a_segment_gives_exactly_one_gap(stream, rnd, draw):
+    data, pieces, isn = stream
+    if len(pieces) < 3:
+        return
+    drop = draw.draw(st.integers(1, len(pieces) - 2))  # not the last: nothing after it would reveal the hole
+    kept = [p for i, p in enumerate(pieces) if i != drop]
+    rnd.shuffle(kept)
+    ev = run([seg(isn, flags=SYN)] + [seg(isn + 1 + off, p) for off, p in kept])
+    gaps = [e for e in ev if isinstance(e, StreamGap)]
+    off, lost = pieces[drop]
+    assert [(g.offset, g.length) for g in gaps] == [(off, len(lost))]
+    assert joined(ev) == data[:off] + data[off + len(lost):]
