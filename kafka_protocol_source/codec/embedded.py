@@ -4,6 +4,8 @@
   ConsumerProtocolSubscription and assignments are ConsumerProtocolAssignment (both prefixed
   with an int16 version; ConsumerProtocol.java reads a newer version at the newest one it knows
   and ignores what follows).
+* KRaft control records (KIP-595, KIP-630, KIP-853): LeaderChangeMessage, snapshot header and
+  footer, KRaftVersionRecord and VotersRecord values, for the records stage.
 * EnvelopeRequest (KIP-590): ``request_data`` is a whole request (header + body) and
   ``request_principal`` a version-prefixed DefaultPrincipalData; the EnvelopeResponse's
   ``response_data`` is the response to that inner request.
@@ -19,6 +21,9 @@ import struct
 from .errors import DecodeError
 
 JOIN_GROUP, SYNC_GROUP, ENVELOPE = 11, 14, 58
+# Control record types whose value is a version-prefixed data message (ControlRecordType.java).
+KRAFT_CONTROL_DATA = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord",
+                      5: "KRaftVersionRecord", 6: "VotersRecord"}
 _VERSION = struct.Struct(">h")
 
 
@@ -33,6 +38,23 @@ def decode_versioned(decoder, name: str, data: bytes) -> dict:
     newer = version > valid.high
     body = decoder.parse_message(name, min(version, valid.high), data[2:], whole=not newer)
     return {"version": version, **body}
+
+
+def decode_control_data(decoder, type_id: int, value: bytes) -> dict | None:
+    """The data of a KRaft control record (the records stage's ``decode_control`` hook).
+
+    Unlike the version-prefixed messages above, these carry their version as their own first
+    field (``Version``, int16), so the whole value is read at that version.
+    """
+    name = KRAFT_CONTROL_DATA.get(type_id)
+    if name is None:
+        return None
+    if len(value) < 2:
+        raise DecodeError(f"{len(value)} bytes cannot hold a Version field", api_name=name, direction="data", offset=0)
+    (version,) = _VERSION.unpack_from(value)
+    valid = decoder.registry.message(name).valid_versions
+    read_at = min(max(version, valid.low), valid.high)
+    return decoder.parse_message(name, read_at, value, whole=version <= valid.high)
 
 
 def decode_embedded(decoder, result: dict, direction: str, *, request: dict | None = None,

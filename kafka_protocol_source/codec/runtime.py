@@ -13,8 +13,6 @@ before a single element is built.
 from __future__ import annotations
 
 import struct
-from uuid import UUID
-
 from .errors import WireError
 
 _I8 = struct.Struct(">b").unpack
@@ -69,9 +67,14 @@ def read_bool(io) -> bool:
 
 def read_uvarint(io, max_bytes: int = 5) -> int:
     """Unsigned LEB128 varint (KIP-482 lengths and tags); at most 5 bytes for 32 bits."""
-    start = io.tell()
-    result = shift = 0
-    for _ in range(max_bytes):
+    b = io.read(1)
+    if b and b[0] < 0x80:  # one byte: almost every length and count
+        return b[0]
+    start = io.tell() - len(b)
+    if not b:
+        raise WireError("varint: stream ended inside a varint", start)
+    result, shift = b[0] & 0x7F, 7
+    for _ in range(max_bytes - 1):
         b = io.read(1)
         if not b:
             raise WireError("varint: stream ended inside a varint", start)
@@ -84,7 +87,8 @@ def read_uvarint(io, max_bytes: int = 5) -> int:
 
 
 def read_uuid(io) -> str:
-    return str(UUID(bytes=read_exact(io, 16, "uuid")))
+    h = read_exact(io, 16, "uuid").hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _text(data: bytes) -> str:
@@ -186,6 +190,10 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
     """
     count_at = io.tell()
     count = read_uvarint(io)
+    if count == 0:  # the usual case: nothing tagged was sent
+        for name, default in defaults:
+            result[name] = copy_default(default)
+        return
     if count > remaining(io):
         raise WireError(f"tag section: claims {count} fields but only {remaining(io)} bytes left", count_at)
     unknown = None
@@ -221,6 +229,13 @@ def read_records(io, nullable: bool, compact: bool):
     data = read_compact_bytes(io, nullable) if compact else read_bytes(io, nullable)
     if data is None:
         return None
-    from ..records import decode_records  # records is its own stage; import on first use
+    return _decode_records(data)
 
-    return decode_records(data)
+
+def _decode_records(data: bytes):
+    from ..records import decode_records  # noqa: PLC0415 - the records stage loads on first use
+    from .decoder import decoder_for  # noqa: PLC0415 - control record data is spec-defined
+    from .embedded import decode_control_data  # noqa: PLC0415
+
+    decoder = decoder_for()
+    return decode_records(data, decode_control=lambda type_id, value: decode_control_data(decoder, type_id, value))

@@ -10,6 +10,7 @@ Two layers, both plain frozen dataclasses with no construct or Spark in sight:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,14 +82,14 @@ class MessageDef:
     deprecated_versions: VersionRange = NONE
     listeners: tuple[str, ...] = ()
     version_sources: tuple[tuple[VersionRange, str], ...] = ()  # which upstream each version came from
+    api_name: str = dataclasses.field(init=False, compare=False, default="")
 
-    @property
-    def api_name(self) -> str:
-        """``ProduceRequest`` -> ``Produce``."""
+    def __post_init__(self):
+        name = self.name
         for suffix in ("Request", "Response"):
-            if self.kind == suffix.lower() and self.name.endswith(suffix):
-                return self.name[: -len(suffix)]
-        return self.name
+            if self.kind == suffix.lower() and name.endswith(suffix):
+                name = name[: -len(suffix)]
+        object.__setattr__(self, "api_name", name)  # ``ProduceRequest`` -> ``Produce``
 
 
 # --- resolved at one version ------------------------------------------------------------
