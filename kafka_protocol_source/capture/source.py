@@ -130,7 +130,7 @@ def detect_format(source: Source) -> CaptureFormat:
     A seekable file object is put back where it was; a non-seekable one is consumed.
     """
     pos = None
-    if not isinstance(source, (str, os.PathLike)) and source.seekable():
+    if not isinstance(source, (str, os.PathLike)) and getattr(source, "seekable", lambda: False)():
         pos = source.tell()
     try:
         with open_capture(source) as (_, fmt, _):

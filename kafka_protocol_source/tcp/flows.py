@@ -22,7 +22,7 @@ StreamEvent = StreamChunk | StreamGap | FlowEvent | CaptureIssue
 
 
 class _Connection:
-    __slots__ = ("key", "streams", "initiator", "fins", "closed", "last_ts")
+    __slots__ = ("key", "streams", "initiator", "fins", "closed")
 
     def __init__(self, key: ConnectionKey) -> None:
         self.key = key
