@@ -194,12 +194,22 @@ def _read_headers(buf: bytes, pos: int, rec_end: int, index: int) -> tuple[list,
         raise RecordsError(f"record {index} claims {count} headers, {rec_end - pos} bytes left")
     headers = []
     for _ in range(count):
-        size, pos = read_zigzag(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            size, pos = read_zigzag(buf, pos)
         if size < 0 or size > rec_end - pos:
             raise RecordsError(f"record {index} header key length {size} is invalid")
         name = buf[pos:pos + size].decode("utf-8", "replace")
         pos += size
-        size, pos = read_zigzag(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            size, pos = read_zigzag(buf, pos)
         if size < 0:
             if size != -1:
                 raise RecordsError(f"record {index} header value length {size} is invalid")

@@ -17,9 +17,19 @@ def read_zigzag(buf: bytes, pos: int) -> tuple[int, int]:
     Raises IndexError when the bytes end inside the varint, RecordsError when it is longer
     than any Kafka varlong.
     """
-    result = 0
-    shift = 0
-    stop = pos + _MAX_VARINT_BYTES
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    # Two bytes (values up to +-8191) is the common multi-byte case: record lengths and
+    # millisecond timestamp deltas; unrolled because this runs several times per record.
+    c = buf[pos + 1]
+    if c < 0x80:
+        result = (b & 0x7F) | (c << 7)
+        return (result >> 1) ^ -(result & 1), pos + 2
+    result = (b & 0x7F) | ((c & 0x7F) << 7)
+    shift = 14
+    pos += 2
+    stop = pos + _MAX_VARINT_BYTES - 2
     while pos < stop:
         b = buf[pos]
         pos += 1
