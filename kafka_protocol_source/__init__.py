@@ -6,9 +6,15 @@ Public API of the protocol core:
   ``api_key``, ``api_name``, ``api_version``, ``correlation_id``, ``client_id`` and ``body``.
 * ``decode_response(payload, api_key, api_version)``: -> dict with ``correlation_id``, ``body``.
 * ``DecodeError``: raised for a frame that does not decode (api, version, offset, field path).
+
+and of the capture pipeline:
+
+* ``read_capture(path, **options)``: a pcap, pcapng (optionally gzipped) or stream dump in,
+  ``Exchange`` values (request + response with timing and connection metadata) out.
 """
 
 from .codec.decoder import Decoder, decode_request, decode_response, decoder_for
 from .codec.errors import DecodeError
+from .framing import Exchange, read_capture
 
-__all__ = ["DecodeError", "Decoder", "decode_request", "decode_response", "decoder_for"]
+__all__ = ["DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture"]

@@ -16,7 +16,7 @@ from ..spec.headers import API_VERSIONS, request_header_version, response_header
 from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
 from .embedded import decode_embedded
-from .errors import DecodeError, WireError
+from .errors import DecodeError, Truncated, WireError
 from .runtime import remaining
 
 _API_KEY_VERSION = struct.Struct(">hh")
@@ -107,7 +107,8 @@ class Decoder:
                 value = parser.interpreted._parse(io, None, "")
             except WireError as e:
                 part = "" if name.endswith(("Request", "Response")) else f"{name}: "
-                raise DecodeError(f"{part}{e.reason}", offset=e.offset, path=e.dotted_path, **where) from e
+                raise DecodeError(f"{part}{e.reason}", offset=e.offset, path=e.dotted_path,
+                                  truncated=isinstance(e, Truncated), **where) from e
             except Exception as e:  # noqa: BLE001
                 raise DecodeError(f"{name}: {type(e).__name__}: {e}", offset=io.tell(), **where) from e
             # Both parsers read bytes through the same runtime, so this is a bug of ours: say so.

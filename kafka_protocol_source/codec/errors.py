@@ -25,13 +25,18 @@ class WireError(ValueError):
         return "".join(s if s.startswith("[") else f".{s}" for s in self.path).lstrip(".")
 
 
+class Truncated(WireError):
+    """The bytes ran out (or a length claims more than is left): more input could fix it."""
+
+
 class DecodeError(ValueError):
     """A frame that cannot be decoded: says which api, version, byte offset and field."""
 
     def __init__(self, reason: str, *, api_key: int | None = None, api_name: str | None = None,
                  api_version: int | None = None, direction: str = "request",
-                 offset: int | None = None, path: str = ""):
+                 offset: int | None = None, path: str = "", truncated: bool = False):
         self.reason = reason
+        self.truncated = truncated
         self.api_key = api_key
         self.api_name = api_name
         self.api_version = api_version

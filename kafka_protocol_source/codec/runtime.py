@@ -13,7 +13,7 @@ before a single element is built.
 from __future__ import annotations
 
 import struct
-from .errors import WireError
+from .errors import Truncated, WireError
 
 _I8 = struct.Struct(">b").unpack
 _I16 = struct.Struct(">h").unpack
@@ -34,7 +34,7 @@ def remaining(io) -> int:
 def read_exact(io, n: int, what: str = "bytes") -> bytes:
     data = io.read(n)
     if len(data) != n:
-        raise WireError(f"{what}: needs {n} bytes, {len(data)} left", io.tell() - len(data))
+        raise Truncated(f"{what}: needs {n} bytes, {len(data)} left", io.tell() - len(data))
     return data
 
 
@@ -42,7 +42,7 @@ def _fixed(unpack, size: int, what: str):
     def read(io):
         data = io.read(size)
         if len(data) != size:
-            raise WireError(f"{what}: needs {size} bytes, {len(data)} left", io.tell() - len(data))
+            raise Truncated(f"{what}: needs {size} bytes, {len(data)} left", io.tell() - len(data))
         return unpack(data)[0]
 
     read.__name__ = f"read_{what}"
@@ -61,7 +61,7 @@ read_float64 = _fixed(_F64, 8, "float64")
 def read_bool(io) -> bool:
     data = io.read(1)
     if not data:
-        raise WireError("bool: needs 1 byte, 0 left", io.tell())
+        raise Truncated("bool: needs 1 byte, 0 left", io.tell())
     return data != b"\x00"
 
 
@@ -72,12 +72,12 @@ def read_uvarint(io, max_bytes: int = 5) -> int:
         return b[0]
     start = io.tell() - len(b)
     if not b:
-        raise WireError("varint: stream ended inside a varint", start)
+        raise Truncated("varint: stream ended inside a varint", start)
     result, shift = b[0] & 0x7F, 7
     for _ in range(max_bytes - 1):
         b = io.read(1)
         if not b:
-            raise WireError("varint: stream ended inside a varint", start)
+            raise Truncated("varint: stream ended inside a varint", start)
         byte = b[0]
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
@@ -99,7 +99,7 @@ def _text(data: bytes) -> str:
 def _read_sized(io, n: int, what: str, start: int) -> bytes:
     data = io.read(n)
     if len(data) != n:
-        raise WireError(f"{what}: claimed length {n} but only {len(data)} bytes left", start)
+        raise Truncated(f"{what}: claimed length {n} but only {len(data)} bytes left", start)
     return data
 
 
@@ -154,7 +154,7 @@ def read_array_count(io, nullable: bool, compact: bool, min_element_size: int) -
     # Every element takes at least one byte, so a count beyond the bytes left is a lie.
     if n > 32 and n * max(min_element_size, 1) > remaining(io):
         io.seek(start)
-        raise WireError(f"array: claimed {n} elements but only {remaining(io)} bytes left", start)
+        raise Truncated(f"array: claimed {n} elements but only {remaining(io)} bytes left", start)
     return n
 
 
@@ -195,7 +195,7 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
             result[name] = copy_default(default)
         return
     if count > remaining(io):
-        raise WireError(f"tag section: claims {count} fields but only {remaining(io)} bytes left", count_at)
+        raise Truncated(f"tag section: claims {count} fields but only {remaining(io)} bytes left", count_at)
     unknown = None
     for _ in range(count):
         tag_at = io.tell()
@@ -209,7 +209,7 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
             continue
         name, parse = entry
         if size > remaining(io):
-            raise WireError(f"tagged field {tag}: claimed size {size} but only {remaining(io)} bytes left", tag_at)
+            raise Truncated(f"tagged field {tag}: claimed size {size} but only {remaining(io)} bytes left", tag_at)
         end = io.tell() + size
         try:
             result[name] = parse(io)

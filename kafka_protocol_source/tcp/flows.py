@@ -90,6 +90,8 @@ class _Table:
                 self.close(four, conn, seg.timestamp_ns, "reused")
                 conn = self._open(four, seg)
         stream = conn.streams[src]
+        if flags & ACK:
+            conn.streams[dst].acknowledged(seg.ack)
         if flags & SYN:
             stream.syn(seg.seq)
             if conn.initiator is None:

@@ -121,6 +121,29 @@ class DirectionStream:
             del pieces[:n]
             del self._starts[:n]
 
+    def acknowledged(self, ack_seq: int) -> None:
+        """The receiver acknowledged up to `ack_seq`: holes before it were sent but not captured.
+
+        They will never be filled (the peer has them, so nobody retransmits), so each becomes a
+        "missing" gap now instead of holding back everything after it until the cap or the close.
+        Only holes that end at a buffered piece at or before the ack are given up on.
+        """
+        pieces = self._pieces
+        if not pieces or self.base_seq is None:
+            return
+        acked = self.offset_of(ack_seq)
+        n = 0
+        while n < len(pieces) and pieces[n][0] <= acked:
+            piece = pieces[n]
+            if piece[0] > self.offset:
+                self.out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], "missing"))
+            self._emit(piece)
+            n += 1
+        if n:
+            del pieces[:n]
+            del self._starts[:n]
+            self._deliver()
+
     def flush(self, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
         for piece in self._pieces:

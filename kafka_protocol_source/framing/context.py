@@ -1,0 +1,27 @@
+"""What every connection of one capture file shares: options, the decoder, the output list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..codec.decoder import Decoder
+from .model import Exchange
+
+DEFAULT_PORTS = frozenset({9092})
+
+
+@dataclass(slots=True)
+class CaptureContext:
+    capture_file: str
+    decoder: Decoder
+    ports: frozenset[int] = DEFAULT_PORTS
+    detect: bool = True  # find Kafka on unconfigured ports by decoding the first request
+    max_frame_size: int = 100 * 1024 * 1024
+    out: list[Exchange] = field(default_factory=list)
+
+    @staticmethod
+    def time(ns: int | None) -> datetime | None:
+        if ns is None or ns == 0:  # 0: the capture recorded no time (pcapng simple packets, dumps)
+            return None
+        return datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)

@@ -1,0 +1,132 @@
+"""Length-prefixed stream dumps: the raw bytes of one direction of a Kafka connection.
+
+A dump is recognised by content (a run of int32 size-prefixed frames), not by name. Files named
+the way tcpflow names them (``SRCIP.SRCPORT-DSTIP.DSTPORT``, e.g.
+``127.000.000.001.54321-127.000.000.001.09092``) pair with their reverse-named sibling: the
+side whose frames decode as requests is the client, and the other side's responses are paired
+with them. A broker-side file read alone gives its responses as ``request_missing``; when its
+sibling is the client side, the pair is read once, through the client file. Dumps carry no
+capture times, so exchange times are null.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections.abc import Iterator
+
+from ..codec.errors import DecodeError
+from .model import Exchange
+from .pairing import Pairer
+from .sniff import request_start_check, response_start_check
+from .splitter import DirectionFramer, Partial, Skipped
+
+_TCPFLOW_NAME = re.compile(r"^(?P<src>.+)\.(?P<sport>\d{1,5})-(?P<dst>.+)\.(?P<dport>\d{1,5})$")
+_SIZE = struct.Struct(">i")
+_SNIFF_BYTES = 1 << 16
+_READ = 1 << 20
+
+
+def tcpflow_endpoints(path: str) -> tuple[str, int, str, int] | None:
+    match = _TCPFLOW_NAME.match(os.path.basename(path))
+    if not match:
+        return None
+    return (_ip(match["src"]), int(match["sport"]), _ip(match["dst"]), int(match["dport"]))
+
+
+def _ip(text: str) -> str:
+    parts = text.split(".")
+    if len(parts) == 4 and all(p.isdigit() for p in parts):
+        return ".".join(str(int(p)) for p in parts)  # tcpflow zero-pads: 127.000.000.001
+    return text
+
+
+def _sibling(path: str) -> str | None:
+    match = _TCPFLOW_NAME.match(os.path.basename(path))
+    if match is None:
+        return None
+    name = f"{match['dst']}.{match['dport']}-{match['src']}.{match['sport']}"
+    candidate = os.path.join(os.path.dirname(path), name)
+    return candidate if os.path.isfile(candidate) else None
+
+
+def _head(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(_SNIFF_BYTES)
+
+
+def role(path: str, ctx) -> str | None:
+    """"client" if the file starts with a request frame, "broker" if with a run of frames."""
+    head = _head(path)
+    if len(head) < 8:
+        return None
+    (size,) = _SIZE.unpack_from(head)
+    if not 4 <= size <= ctx.max_frame_size:
+        return None
+    if len(head) >= 4 + size:
+        try:
+            ctx.decoder.decode_request(head[4:4 + size])
+            return "client"
+        except DecodeError:
+            pass
+    pos = 0  # frames must chain through what we sniffed
+    while pos + 4 <= len(head):
+        (size,) = _SIZE.unpack_from(head, pos)
+        if not 4 <= size <= ctx.max_frame_size:
+            return None
+        pos += 4 + size
+    return "broker"
+
+
+def is_dump(path: str, ctx) -> bool:
+    return role(path, ctx) is not None
+
+
+def read_dump(path: str, ctx) -> Iterator[Exchange]:
+    mine = role(path, ctx)
+    sibling = _sibling(path)
+    sibling_role = role(sibling, ctx) if sibling else None
+    if mine == "broker" and sibling_role == "client":
+        return  # read once, through the client file
+    client_file, broker_file = (path, sibling if sibling_role == "broker" else None) if mine == "client" else (None, path)
+    ends = tcpflow_endpoints(client_file or path)
+    if ends is None:
+        client_addr, broker_addr = None, None
+    elif client_file:
+        client_addr, broker_addr = f"{ends[0]}:{ends[1]}", f"{ends[2]}:{ends[3]}"
+    else:
+        client_addr, broker_addr = f"{ends[2]}:{ends[3]}", f"{ends[0]}:{ends[1]}"
+    connection_id = f"{client_addr}->{broker_addr}" if ends else os.path.basename(path)
+    pairer = Pairer(ctx, connection_id, client_addr, broker_addr)
+    if client_file:
+        framer = DirectionFramer(request_start_check(ctx.decoder, ctx.max_frame_size), ctx.max_frame_size, True)
+        yield from _feed(client_file, framer, pairer, True, ctx)
+    if broker_file:
+        framer = DirectionFramer(response_start_check(ctx.max_frame_size, pairer.pending_ids), ctx.max_frame_size, True)
+        yield from _feed(broker_file, framer, pairer, False, ctx)
+    pairer.finish()
+    yield from ctx.out
+    ctx.out.clear()
+
+
+def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool, ctx) -> Iterator[Exchange]:
+    offset = 0
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(_READ)
+            items = framer.feed(offset, data, 0, None) if data else framer.finish()
+            for item in items:
+                if isinstance(item, Skipped):
+                    pairer.skipped(item, is_request)
+                elif isinstance(item, Partial):
+                    pairer.partial(item, is_request)
+                elif is_request:
+                    pairer.request(item)
+                else:
+                    pairer.response(item)
+            yield from ctx.out
+            ctx.out.clear()
+            if not data:
+                return
+            offset += len(data)

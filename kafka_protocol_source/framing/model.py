@@ -1,0 +1,61 @@
+"""Values of the framing stage: frames cut from a byte stream, and the exchanges they pair into.
+
+Owns the shapes only. ``Exchange`` is the public unit of ``read_capture``: one request with its
+response, or one frame (or run of skipped bytes) that could not be paired, with a ``status``
+saying which. Every Kafka frame found in a capture ends up in exactly one exchange.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+# Exchange.status values
+OK = "ok"                        # request and response, both decoded
+NO_RESPONSE = "no_response"      # a request that expects none (Produce with acks=0)
+UNANSWERED = "unanswered"        # no response by the end of the capture
+REQUEST_MISSING = "request_missing"  # a response whose request was not captured
+MALFORMED = "malformed"          # a frame that does not decode (see error, raw bytes kept)
+GAP = "gap"                      # bytes missing from the capture, or skipped to resync
+SASL = "sasl"                    # raw SASL tokens after SaslHandshake v0 (not Kafka frames)
+TLS = "tls"                      # an encrypted connection: nothing to decode
+STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One size-prefixed frame (payload without the 4-byte size) of one direction."""
+
+    payload: bytes
+    offset: int  # stream offset of the size prefix
+    first_ns: int  # capture time of the packet carrying its first byte
+    last_ns: int  # ... and of the packet carrying its last byte
+    first_packet: int  # index of that first packet in the capture file
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    capture_file: str
+    connection_id: str
+    client_address: str | None  # "ip:port"
+    broker_address: str | None
+    request_time: datetime | None  # UTC; first byte of the request
+    response_time: datetime | None  # UTC; last byte of the response
+    latency_ms: float | None
+    api_key: int | None
+    api_name: str | None
+    api_version: int | None
+    correlation_id: int | None
+    client_id: str | None
+    request_size: int | None  # frame bytes including the size prefix
+    response_size: int | None
+    request: dict | None  # decoded body
+    response: dict | None  # decoded body
+    status: str
+    error: str | None = None
+    note: str | None = None  # e.g. an ApiVersions response read at v0
+    raw_request: bytes | None = None  # kept when the request did not decode (or was not Kafka)
+    raw_response: bytes | None = None
+    request_packet: int | None = None  # index of the packet carrying the request's first byte
+    response_packet: int | None = None
+    stream_offset: int | None = None  # stream offset of the first frame byte in its direction

@@ -1,0 +1,172 @@
+"""read_capture on crafted captures: pairing, acks=0, gaps and resync, detection, SASL, TLS, dumps."""
+
+import struct
+
+import pytest
+
+from kafka_protocol_source import read_capture
+
+from .kafkaflow import (BROKER, CLIENT, Conversation, metadata_v1_request, metadata_v1_response, produce_v3_request,
+                        sized, string)
+
+
+def run(tmp_path, data: bytes, name="c.pcap", **options):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return list(read_capture(path, **options))
+
+
+def summary(exchanges):
+    return [(e.status, e.api_name, e.correlation_id) for e in exchanges]
+
+
+def test_pipelined_responses_out_of_order_pair_by_correlation_id(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(1, ("a",)))
+    c.request(metadata_v1_request(2, ("b", "c")), pieces=3)
+    c.response(metadata_v1_response(2, ("b", "c")), pieces=2)
+    c.response(metadata_v1_response(1, ("a",)))
+    out = run(tmp_path, c.pcap())
+    assert sorted(summary(out), key=lambda s: s[2]) == [("ok", "Metadata", 1), ("ok", "Metadata", 2)]
+    by_id = {e.correlation_id: e for e in out}
+    assert [t["name"] for t in by_id[2].response["topics"]] == ["b", "c"]
+    assert by_id[1].client_address == "10.0.0.1:50000" and by_id[1].broker_address == "10.0.0.2:9092"
+    assert by_id[1].client_id == "app" and by_id[1].api_version == 1
+    # request 1 starts at segment 2 (after SYN, SYN-ACK); its response ends at segment 8
+    assert by_id[1].latency_ms == pytest.approx(6.0)
+    assert by_id[1].request_time.tzinfo is not None
+    assert by_id[2].request_size == len(sized(metadata_v1_request(2, ("b", "c"))))
+
+
+def test_acks_zero_unanswered_and_request_missing(tmp_path):
+    c = Conversation()
+    c.request(produce_v3_request(1, acks=0))
+    c.request(metadata_v1_request(2))
+    c.response(metadata_v1_response(99))
+    out = run(tmp_path, c.pcap())
+    assert summary(out) == [("no_response", "Produce", 1), ("request_missing", None, 99), ("unanswered", "Metadata", 2)]
+    missing = out[1]
+    assert missing.raw_response == metadata_v1_response(99) and missing.response is None
+
+
+def test_reordered_and_retransmitted_segments_change_nothing(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(1), pieces=4)
+    c.response(metadata_v1_response(1), pieces=4)
+    n = len(c.segments)
+    order = [0, 1, 3, 2, 5, 4, 6, 8, 7, 9]
+    assert sorted(order) == list(range(n))
+    out = run(tmp_path, c.pcap(order=order, duplicate=(3, 7)))
+    assert summary(out) == [("ok", "Metadata", 1)]
+
+
+def test_gap_in_a_request_is_reported_and_the_stream_resyncs(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(1), pieces=2)  # segments 2 (holds the header) and 3
+    c.request(metadata_v1_request(2))
+    c.response(metadata_v1_response(1))
+    c.response(metadata_v1_response(2))
+    out = run(tmp_path, c.pcap(drop=(3,)))  # the broker's ACKs say segment 3 was sent
+    statuses = summary(out)
+    assert ("ok", "Metadata", 2) in statuses
+    gap = [e for e in out if e.status == "gap"]
+    assert gap and gap[0].correlation_id == 1 and "missing" in gap[0].error
+    assert gap[0].response is not None  # the response still pairs with the cut request
+
+
+def test_capture_started_mid_stream_resyncs_on_the_next_request(tmp_path):
+    c = Conversation(handshake=False)
+    c.send(CLIENT, sized(metadata_v1_request(7))[5:])  # the tail of a request whose start was missed
+    c.request(metadata_v1_request(8))
+    c.response(metadata_v1_response(8))
+    out = run(tmp_path, c.pcap())
+    assert ("ok", "Metadata", 8) in summary(out)
+    skipped = [e for e in out if e.status == "gap"]
+    assert len(skipped) == 1 and "skipped" in skipped[0].error
+
+
+def test_kafka_on_an_unconfigured_port_is_found_by_content(tmp_path):
+    c = Conversation(broker=("10.0.0.2", 19093))
+    c.request(metadata_v1_request(1))
+    c.response(metadata_v1_response(1))
+    out = run(tmp_path, c.pcap())
+    assert summary(out) == [("ok", "Metadata", 1)]
+    assert out[0].broker_address == "10.0.0.2:19093"
+    assert run(tmp_path, c.pcap(), detect_kafka=False) == []
+
+
+def test_non_kafka_traffic_on_other_ports_is_left_out(tmp_path):
+    c = Conversation(broker=("10.0.0.2", 80))
+    c.send(CLIENT, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    c.send(c.broker, b"HTTP/1.1 200 OK\r\n\r\n")
+    assert run(tmp_path, c.pcap()) == []
+
+
+def test_tls_is_labelled_not_decoded(tmp_path):
+    c = Conversation()
+    c.send(CLIENT, bytes([0x16, 0x03, 0x01, 0x00, 0x05]) + b"hello")
+    c.send(BROKER, bytes([0x16, 0x03, 0x03, 0x00, 0x02]) + b"hi")
+    out = run(tmp_path, c.pcap())
+    assert [(e.status, e.request_size, e.response_size) for e in out] == [("tls", 10, 7)]
+
+
+def test_sasl_tokens_after_handshake_v0_are_labelled(tmp_path):
+    c = Conversation()
+    c.request(struct.pack(">hhi", 17, 0, 1) + string("app") + string("PLAIN"))  # SaslHandshake v0
+    c.response(struct.pack(">ih", 1, 0) + struct.pack(">i", 1) + string("PLAIN"))
+    c.send(CLIENT, sized(b"\x00alice\x00secret"))  # raw PLAIN token, no Kafka header
+    c.send(BROKER, sized(b""))
+    c.request(metadata_v1_request(2))
+    c.response(metadata_v1_response(2))
+    assert summary(run(tmp_path, c.pcap())) == [("ok", "SaslHandshake", 1), ("sasl", None, None), ("ok", "Metadata", 2)]
+
+
+def test_a_frame_size_beyond_the_cap_is_a_framing_error(tmp_path):
+    c = Conversation()
+    c.send(CLIENT, struct.pack(">i", 2**31 - 1) + b"x" * 20)
+    c.request(metadata_v1_request(3))
+    c.response(metadata_v1_response(3))
+    out = run(tmp_path, c.pcap())
+    assert ("ok", "Metadata", 3) in summary(out)
+    assert any(e.status == "gap" and "framing error" in e.error for e in out)
+
+
+def test_malformed_request_keeps_raw_bytes_and_still_pairs(tmp_path):
+    bad = struct.pack(">hhi", 3, 1, 5) + string("app") + struct.pack(">i", 1) + struct.pack(">h", 40) + b"short"
+    c = Conversation()
+    c.request(bad)
+    c.response(metadata_v1_response(5))
+    out = run(tmp_path, c.pcap())
+    assert summary(out) == [("malformed", "Metadata", 5)]
+    assert out[0].raw_request == bad and "claimed length 40" in out[0].error and out[0].response is not None
+
+
+def test_truncated_capture_file_is_a_row(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(1))
+    c.response(metadata_v1_response(1))
+    data = c.pcap()
+    out = run(tmp_path, data[:-10])
+    assert any(e.status == "capture_error" and "truncated" in e.error for e in out)
+    assert any(e.correlation_id == 1 for e in out)
+
+
+def test_tcpflow_dump_pair(tmp_path):
+    requests = sized(metadata_v1_request(1)) + sized(metadata_v1_request(2))
+    responses = sized(metadata_v1_response(2)) + sized(metadata_v1_response(1))
+    client = tmp_path / "010.000.000.001.50000-010.000.000.002.09092"
+    broker = tmp_path / "010.000.000.002.09092-010.000.000.001.50000"
+    client.write_bytes(requests)
+    broker.write_bytes(responses)
+    out = list(read_capture(client))
+    assert sorted(summary(out), key=lambda s: s[2]) == [("ok", "Metadata", 1), ("ok", "Metadata", 2)]
+    assert out[0].client_address == "10.0.0.1:50000" and out[0].request_time is None
+    assert list(read_capture(broker)) == []  # the pair is read once, through the client file
+    broker_alone = tmp_path / "alone"
+    broker_alone.write_bytes(responses)
+    assert [e.status for e in read_capture(broker_alone)] == ["request_missing", "request_missing"]
+
+
+def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
+    out = run(tmp_path, b"hello, this is not a capture", name="notes.txt")
+    assert [e.status for e in out] == ["capture_error"]
