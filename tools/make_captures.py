@@ -139,9 +139,23 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     return capture
 
 
+PRODUCE_API_KEY = 0
+
+
+def request_api_keys(stream: bytes) -> set[int]:
+    """API keys of the size-prefixed requests in a client->broker stream (int32 size, int16 key)."""
+    keys, offset = set(), 0
+    while offset + 6 <= len(stream):
+        size = int.from_bytes(stream[offset:offset + 4], "big", signed=True)
+        keys.add(int.from_bytes(stream[offset + 4:offset + 6], "big", signed=True))
+        offset += 4 + max(size, 0)
+    return keys
+
+
 def split_with_tcpflow(capture: Path, out_dir: Path, broker_port: int | None = None) -> list[Path]:
-    """Run tcpflow over a capture and keep the connection pair with the largest client->broker
-    stream (a producer's), under tcpflow's own names (127.000.000.001.PORT-127.000.000.001.PORT)."""
+    """Run tcpflow over a capture and keep one connection's pair, under tcpflow's own names
+    (127.000.000.001.PORT-127.000.000.001.PORT): the largest client->broker stream that carries a
+    Produce request, so the dump holds record batches and not only group chatter."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["tcpflow", "-r", str(capture), "-o", tmp], check=True, capture_output=True)
         flows = [p for p in Path(tmp).iterdir() if p.is_file() and "-" in p.name and not p.name.endswith(".xml")]
@@ -150,7 +164,8 @@ def split_with_tcpflow(capture: Path, out_dir: Path, broker_port: int | None = N
         to_broker = [p for p in flows if p.name.split("-", 1)[1].endswith(f".{broker_port:05d}")]
         if not to_broker:
             raise RuntimeError(f"tcpflow found no stream towards port {broker_port}: {[p.name for p in flows]}")
-        request_file = max(to_broker, key=lambda p: p.stat().st_size)
+        producing = [p for p in to_broker if PRODUCE_API_KEY in request_api_keys(p.read_bytes())]
+        request_file = max(producing or to_broker, key=lambda p: p.stat().st_size)
         src, dst = request_file.name.split("-", 1)
         response_file = Path(tmp) / f"{dst}-{src}"
         if not response_file.exists():
