@@ -16,7 +16,7 @@ from ..spec.headers import API_VERSIONS, request_header_version, response_header
 from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
 from .embedded import decode_embedded
-from .errors import DecodeError, Truncated, WireError
+from .errors import DecodeError, TrailingBytes, Truncated, WireError
 from .runtime import remaining
 
 _API_KEY_VERSION = struct.Struct(">hh")
@@ -29,7 +29,12 @@ class Decoder:
 
     # -- whole frames ------------------------------------------------------------------
 
-    def decode_request(self, payload: bytes, *, protocol_type: str | None = None) -> dict:
+    def decode_request(self, payload: bytes, *, protocol_type: str | None = None, lenient: bool = False) -> dict:
+        """Decode one request frame (without its size prefix).
+
+        ``lenient``: bytes left over after a body that otherwise decoded are reported as
+        ``trailing_bytes`` in the result instead of raising (peers that pad or append junk).
+        """
         if len(payload) < 4:
             raise DecodeError(f"request frame of {len(payload)} bytes is too short for a header", offset=0)
         api_key, version = _API_KEY_VERSION.unpack_from(payload)
@@ -42,7 +47,7 @@ class Decoder:
                               offset=2, **where)
         io = BytesIO(payload)
         header = self._parse(io, "RequestHeader", request_header_version(message, version), where)
-        body = self._parse(io, message.name, version, where, whole=True)
+        body, trailing = self._body(io, message.name, version, where, lenient)
         result = {
             "api_key": api_key,
             "api_name": message.api_name,
@@ -51,11 +56,14 @@ class Decoder:
             "client_id": header.get("client_id"),
             "body": body,
         }
+        if trailing:
+            result["trailing_bytes"] = trailing
         decode_embedded(self, result, "request", protocol_type=protocol_type)
         return result
 
-    def decode_response(self, payload: bytes, api_key: int, api_version: int, *,
-                        request: dict | None = None, protocol_type: str | None = None) -> dict:
+    def decode_response(self, payload: bytes, api_key: int, api_version: int, *, request: dict | None = None,
+                        protocol_type: str | None = None, lenient: bool = False) -> dict:
+        """Decode one response frame; ``request`` (its decoded request) gives embedded data context."""
         message = self.registry.response(api_key)
         where = dict(api_key=api_key, api_name=message.api_name if message else None,
                      api_version=api_version, direction="response")
@@ -69,25 +77,45 @@ class Decoder:
                 raise DecodeError("version unknown to these specs", offset=0, **where)
             result = self._response_at(payload, message, api_version, where)
         except DecodeError as first:
-            # A broker answers an ApiVersions request of a version it does not support with a v0
-            # body (error UNSUPPORTED_VERSION); Kafka's client then reads it as v0 (KIP-511).
-            if api_key != API_VERSIONS or api_version == 0:
-                raise
-            try:
-                result = self._response_at(payload, message, 0, {**where, "api_version": 0})
-            except DecodeError:
-                raise first from None
-            result["body_version"] = 0
-            result["note"] = f"ApiVersions v{api_version} response decoded as v0 (broker fallback): {first.reason}"
+            result = self._recover(first, payload, message, api_version, where, lenient)
         decode_embedded(self, result, "response", request=request, protocol_type=protocol_type)
         return result
 
-    def _response_at(self, payload, message, version, where) -> dict:
+    def _recover(self, first: DecodeError, payload, message, api_version, where, lenient) -> dict:
+        """A response that does not decode at its version: ApiVersions' v0 fallback, then leniency."""
+        if message.api_key == API_VERSIONS and api_version != 0:
+            # A broker answers an ApiVersions request of a version it does not support with a v0
+            # body (error UNSUPPORTED_VERSION); Kafka's client then reads it as v0 (KIP-511).
+            try:
+                result = self._response_at(payload, message, 0, {**where, "api_version": 0})
+            except DecodeError:
+                pass
+            else:
+                result["body_version"] = 0
+                result["note"] = f"ApiVersions v{api_version} response decoded as v0 (broker fallback): {first.reason}"
+                return result
+        if lenient and isinstance(first, TrailingBytes):
+            return self._response_at(payload, message, api_version, where, lenient=True)
+        raise first
+
+    def _response_at(self, payload, message, version, where, lenient: bool = False) -> dict:
         io = BytesIO(payload)
         header = self._parse(io, "ResponseHeader", response_header_version(message, version), where)
-        body = self._parse(io, message.name, version, where, whole=True)
-        return {"api_key": message.api_key, "api_version": where["api_version"],
-                "correlation_id": header["correlation_id"], "body": body}
+        body, trailing = self._body(io, message.name, version, where, lenient)
+        result = {"api_key": message.api_key, "api_version": where["api_version"],
+                  "correlation_id": header["correlation_id"], "body": body}
+        if trailing:
+            result["trailing_bytes"] = trailing
+        return result
+
+    def _body(self, io, name: str, version: int, where: dict, lenient: bool) -> tuple[dict, int]:
+        """The body, which must use every byte left; when ``lenient``, leftovers are counted instead."""
+        try:
+            return self._parse(io, name, version, where, whole=True), 0
+        except TrailingBytes as e:
+            if not lenient:
+                raise
+            return e.value, e.left
 
     # -- one message at one version ---------------------------------------------------
 
@@ -117,7 +145,8 @@ class Decoder:
         if whole:
             left = remaining(io)
             if left:
-                raise DecodeError(f"{left} bytes left after the {name} body", offset=io.tell(), **where)
+                raise TrailingBytes(f"{left} bytes left after the {name} body", value=value, left=left,
+                                    offset=io.tell(), **where)
         return value
 
 

@@ -47,3 +47,12 @@ class DecodeError(ValueError):
         at = f" at byte {offset}" if offset is not None else ""
         field = f" in {path}" if path else ""
         super().__init__(f"{where}{at}{field}: {reason}")
+
+
+class TrailingBytes(DecodeError):
+    """The body decoded but bytes were left over; ``value`` holds what was decoded."""
+
+    def __init__(self, reason: str, *, value: dict, left: int, **where):
+        super().__init__(reason, **where)
+        self.value = value
+        self.left = left

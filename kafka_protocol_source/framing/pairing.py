@@ -50,7 +50,7 @@ class Pairer:
 
     def request(self, frame: Frame) -> None:
         try:
-            decoded = self.ctx.decoder.decode_request(frame.payload)
+            decoded = self.ctx.decoder.decode_request(frame.payload, lenient=True)
         except DecodeError as e:
             if self.sasl_mode:
                 self.sasl_tokens.append(frame)  # a raw SASL token, not a Kafka request
@@ -58,8 +58,12 @@ class Pairer:
             self._undecodable_request(frame, e)
             return
         self.sasl_mode = False
+        if decoded.get("trailing_bytes"):
+            self._wait(Pending(frame, decoded["api_key"], decoded["api_version"], decoded["correlation_id"], decoded,
+                               MALFORMED, _leftover("request", decoded)))
+            return
         if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
-            self._emit(NO_RESPONSE, frame, decoded, note="Produce with acks=0: no response is sent")
+            self._emit(NO_RESPONSE, frame, decoded, note=_notes("Produce with acks=0: no response is sent", decoded))
             return
         self._wait(Pending(frame, decoded["api_key"], decoded["api_version"], decoded["correlation_id"], decoded))
 
@@ -100,7 +104,7 @@ class Pairer:
             return
         try:
             response = self.ctx.decoder.decode_response(payload, pending.api_key, pending.api_version,
-                                                        request=pending.decoded)
+                                                        request=pending.decoded, lenient=True)
         except DecodeError as e:
             self._emit_pending(pending, MALFORMED, str(e) if pending.error is None else f"{pending.error}; {e}",
                                response_frame=frame, raw_response=payload)
@@ -108,7 +112,11 @@ class Pairer:
         if (pending.api_key == SASL_HANDSHAKE and pending.api_version == 0
                 and response["body"].get("error_code") == 0):
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
-        self._emit_pending(pending, pending.status, pending.error, response_frame=frame, response=response)
+        status, error = pending.status, pending.error
+        if response.get("trailing_bytes"):
+            status, error = MALFORMED, "; ".join(filter(None, (error, _leftover("response", response))))
+        self._emit_pending(pending, status, error, response_frame=frame, response=response,
+                           raw_response=payload if response.get("trailing_bytes") else None)
 
     # -- what gaps and resyncs leave --------------------------------------------------
 
@@ -151,7 +159,7 @@ class Pairer:
     # -- building exchanges -----------------------------------------------------------
 
     def _emit_pending(self, pending: Pending, status: str, error: str | None, **kw) -> None:
-        raw = pending.frame.payload if pending.decoded is None else None
+        raw = pending.frame.payload if pending.decoded is None or pending.status != OK else None
         self._emit(status, pending.frame, pending.decoded, error=error, raw_request=raw,
                    api=(pending.api_key, pending.api_version, pending.correlation_id), **kw)
 
@@ -172,8 +180,8 @@ class Pairer:
         end_ns = getattr(response_frame, "last_ns", None) if isinstance(response_frame, Frame) else getattr(response_frame, "first_ns", None)
         complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns is not None and end_ns is not None else None
-        if response is not None and response.get("note"):
-            note = response["note"]
+        if decoded is not None or response is not None:
+            note = _notes(note, decoded, response)
         ctx.out.append(Exchange(
             capture_file=ctx.capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
             request_time=ctx.time(start_ns), response_time=ctx.time(end_ns), latency_ms=latency,
@@ -187,6 +195,20 @@ class Pairer:
             request_packet=getattr(frame, "first_packet", None), response_packet=getattr(response_frame, "first_packet", None),
             stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
         ))
+
+
+def _notes(note: str | None, *decoded: dict | None) -> str | None:
+    """Join an exchange's note with what decoding had to say (fallbacks, ignored trailing bytes)."""
+    notes = [note] if note else []
+    for d in decoded:
+        if d is not None and d.get("note"):
+            notes.append(d["note"])
+    return "; ".join(dict.fromkeys(notes)) or None
+
+
+def _leftover(side: str, decoded: dict) -> str:
+    return (f"{decoded['trailing_bytes']} bytes left after the {side} body: the frame does not match the spec "
+            f"(the body as decoded is kept)")
 
 
 def _frame_size(frame) -> int | None:
