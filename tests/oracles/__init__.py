@@ -1,0 +1,1 @@
+"""Differential tests of our decoder against independent Kafka codecs (kio, kafka-python)."""
