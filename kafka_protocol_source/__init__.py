@@ -17,4 +17,14 @@ from .codec.decoder import Decoder, decode_request, decode_response, decoder_for
 from .codec.errors import DecodeError
 from .framing import Exchange, read_capture
 
-__all__ = ["DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture"]
+
+
+def register(spark) -> None:
+    """Register the ``kafka-wire`` data source with ``spark`` (needed only with Spark Connect)."""
+    from .spark import register as _register  # noqa: PLC0415 - keep pyspark out of plain decoding
+
+    _register(spark)
+
+
+__all__ = ["DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture",
+           "register"]

@@ -18,7 +18,19 @@ class CaptureContext:
     ports: frozenset[int] = DEFAULT_PORTS
     detect: bool = True  # find Kafka on unconfigured ports by decoding the first request
     max_frame_size: int = 100 * 1024 * 1024
+    apis: frozenset[int] | None = None  # decode and keep only these api keys
+    window_ns: tuple[int | None, int | None] | None = None  # keep requests sent in [from, to]
     out: list[Exchange] = field(default_factory=list)
+
+    def wanted(self, api_key: int | None, request_ns: int | None) -> bool:
+        """Whether an exchange passes the api and time filters (unknown values do not)."""
+        if self.apis is not None and api_key not in self.apis:
+            return False
+        if self.window_ns is not None:
+            low, high = self.window_ns
+            if request_ns is None or (low is not None and request_ns < low) or (high is not None and request_ns > high):
+                return False
+        return True
 
     @staticmethod
     def time(ns: int | None) -> datetime | None:

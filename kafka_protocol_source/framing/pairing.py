@@ -42,6 +42,8 @@ class Pairer:
         self.pending: dict[int, Pending] = {}
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()
+        self.filtering = ctx.apis is not None or ctx.window_ns is not None
+        self.unwanted: set[int] = set()
 
     def pending_ids(self):
         return self.pending.keys()
@@ -49,6 +51,11 @@ class Pairer:
     # -- requests ---------------------------------------------------------------------
 
     def request(self, frame: Frame) -> None:
+        if self.filtering:
+            header = self._peek_header(frame.payload)
+            if header is not None and not self.ctx.wanted(header[0], frame.first_ns):
+                self.unwanted.add(header[2])  # not decoded; its response is dropped too
+                return
         try:
             decoded = self.ctx.decoder.decode_request(frame.payload, lenient=True)
         except DecodeError as e:
@@ -95,6 +102,9 @@ class Pairer:
         payload = frame.payload
         correlation_id = _CORRELATION.unpack_from(payload)[0] if len(payload) >= 4 else None
         pending = self.pending.pop(correlation_id, None)
+        if pending is None and correlation_id in self.unwanted:
+            self.unwanted.discard(correlation_id)
+            return
         if pending is None:
             if self.sasl_tokens:
                 self._emit_sasl(self.sasl_tokens.popleft(), frame)
@@ -177,6 +187,8 @@ class Pairer:
             api = (decoded["api_key"], decoded["api_version"], decoded["correlation_id"])
         api_key, api_version, corr = api or (None, None, correlation_id)
         start_ns = getattr(frame, "first_ns", None)
+        if self.filtering and not ctx.wanted(api_key, start_ns):
+            return
         end_ns = getattr(response_frame, "last_ns", None) if isinstance(response_frame, Frame) else getattr(response_frame, "first_ns", None)
         complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns is not None and end_ns is not None else None

@@ -9,9 +9,10 @@ status ``capture_error`` so they are seen, not lost.
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 
-from ..capture import CaptureError, CaptureIssue, read_packets
+from ..capture import CaptureError, CaptureIssue, TcpSegment, read_packets
 from ..capture.source import detect_format
 from ..codec.decoder import decoder_for
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES, FlowEvent, StreamChunk, StreamGap, reassemble
@@ -27,17 +28,23 @@ _SHOWN_AS_GAPS = {"snaplen_cut"}
 
 def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORTS, detect_kafka: bool = True,
                  max_frame_size: int = 100 * 1024 * 1024, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
-                 specs: str | None = None) -> Iterator[Exchange]:
+                 specs: str | None = None, apis: Iterable[int] | None = None,
+                 window_ns: tuple[int | None, int | None] | None = None,
+                 connection_slice: tuple[int, int] = (0, 1)) -> Iterator[Exchange]:
     """Yield every Kafka exchange in the capture at ``path``.
 
     ``ports``: broker ports (the other side is the client); ``detect_kafka``: also find Kafka on
     other ports by decoding the first request of each connection; ``max_frame_size``: a larger
     claimed frame size is a framing error; ``max_buffered_bytes``: out-of-order bytes held per
     TCP direction before giving up on a hole; ``specs``: a directory of message definitions to
-    decode with instead of the bundled ones.
+    decode with instead of the bundled ones. ``apis`` and ``window_ns`` (request times, ns since
+    the epoch, either end open) keep only matching exchanges, without decoding the others.
+    ``connection_slice=(i, n)``: only TCP connections whose endpoints hash to ``i`` modulo ``n``
+    (with file-level problems reported by slice 0), so ``n`` readers can share one capture.
     """
     path = os.fspath(path)
-    ctx = CaptureContext(path, decoder_for(specs), frozenset(int(p) for p in ports), detect_kafka, max_frame_size)
+    ctx = CaptureContext(path, decoder_for(specs), frozenset(int(p) for p in ports), detect_kafka, max_frame_size,
+                         frozenset(apis) if apis is not None else None, window_ns)
     try:
         detect_format(path)
     except CaptureError as not_a_capture:
@@ -46,13 +53,38 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORT
         else:
             yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
         return
-    yield from _read_packets(path, ctx, max_buffered_bytes)
+    if connection_slice[0] != 0 and not _splittable(path):
+        return
+    yield from _read_packets(path, ctx, max_buffered_bytes, connection_slice)
 
 
-def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int) -> Iterator[Exchange]:
+def _splittable(path: str) -> bool:
+    try:
+        detect_format(path)
+    except CaptureError:
+        return False
+    return True
+
+
+def _in_slice(segments, connection_slice: tuple[int, int]):
+    index, count = connection_slice
+    for item in segments:
+        if type(item) is TcpSegment:
+            a, b = (item.src_ip, item.src_port), (item.dst_ip, item.dst_port)
+            if zlib.crc32(repr(a + b if a <= b else b + a).encode()) % count != index:
+                continue
+        elif index != 0:
+            continue  # capture issues are reported once, by slice 0
+        yield item
+
+
+def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int, connection_slice) -> Iterator[Exchange]:
     connections: dict = {}
     out = ctx.out
-    for ev in reassemble(read_packets(path), max_buffered_bytes=max_buffered_bytes):
+    segments = read_packets(path)
+    if connection_slice[1] > 1:
+        segments = _in_slice(segments, connection_slice)
+    for ev in reassemble(segments, max_buffered_bytes=max_buffered_bytes):
         kind = type(ev)
         if kind is StreamChunk:
             conn = connections.get(ev.conn)
@@ -71,7 +103,7 @@ def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int) -> It
                 conn = connections.pop(ev.conn, None)
                 if conn is not None:
                     conn.close()
-        elif kind is CaptureIssue and ev.kind not in _SHOWN_AS_GAPS:
+        elif kind is CaptureIssue and ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None):
             out.append(_capture_error(ctx, f"{ev.kind} at packet {ev.packet_index} (file offset {ev.file_offset}): {ev.detail}",
                                       packet=ev.packet_index))
         if out:

@@ -1,0 +1,154 @@
+"""Options of the kafka-wire source: parsed once, validated with errors that say what to write.
+
+Everything Spark hands over is a string (option keys are case-insensitive there); this module
+turns them into a frozen ``ReadOptions``. Nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..codec.decoder import decoder_for
+from ..framing.context import DEFAULT_PORTS
+
+VIEWS = ("exchanges", "records")
+MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
+DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
+
+OPTION_DOC = {
+    "path / paths": "a file, directory or glob; several with load([a, b])",
+    "view": "exchanges (default: one row per request/response) or records (one row per record)",
+    "api": "typed request/response structs for one api, by name (Produce) or key (0)",
+    "apiVersion": "with api: exactly that version's schema instead of the union of all versions",
+    "apis": "comma-separated api names or keys: decode and return only these",
+    "mode": "PERMISSIVE (default), DROPMALFORMED or FAILFAST",
+    "columnNameOfCorruptRecord": "column for the raw bytes of bad frames (default _corrupt_record; "
+                                 "added when this option is set or the schema has the column)",
+    "ports": "comma-separated broker ports (default 9092)",
+    "detectKafka": "true (default): also find Kafka on other ports by decoding first requests",
+    "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
+    "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
+    "specs": "directory of Kafka JSON message definitions to decode with (default: bundled)",
+    "recursiveFileLookup": "true: descend into subdirectories",
+    "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
+    "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
+}
+
+
+class OptionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    paths: tuple[str, ...]
+    view: str = "exchanges"
+    api_key: int | None = None
+    api_version: int | None = None
+    apis: frozenset[int] | None = None
+    mode: str = "PERMISSIVE"
+    corrupt_column: str = "_corrupt_record"
+    corrupt_requested: bool = False
+    ports: frozenset[int] = DEFAULT_PORTS
+    detect_kafka: bool = True
+    max_frame_size: int = 100 * 1024 * 1024
+    max_buffered_bytes: int = 16 * 1024 * 1024
+    specs: str | None = None
+    recursive: bool = False
+    glob_filter: str | None = None
+    split_size: int = DEFAULT_SPLIT_SIZE
+
+    @classmethod
+    def parse(cls, options) -> ReadOptions:
+        opts = {k.lower(): v for k, v in dict(options).items()}
+        registry = decoder_for(opts.get("specs")).registry
+        view = opts.get("view", "exchanges").lower()
+        if view not in VIEWS:
+            raise OptionError(f"unknown view {view!r}: use one of {', '.join(VIEWS)}")
+        mode = opts.get("mode", "PERMISSIVE").upper()
+        if mode not in MODES:
+            raise OptionError(f"unknown mode {opts['mode']!r}: use one of {', '.join(MODES)}")
+        api_key = _api(registry, opts["api"]) if "api" in opts else None
+        api_version = None
+        if "apiversion" in opts:
+            if api_key is None:
+                raise OptionError("apiVersion needs api (e.g. .option('api', 'Produce').option('apiVersion', 9))")
+            api_version = _int(opts, "apiversion")
+            valid = registry.request(api_key).valid_versions
+            if api_version not in valid:
+                raise OptionError(f"{registry.api_name(api_key)} has no version {api_version} (versions {valid})")
+        if api_key is not None and view != "exchanges":
+            raise OptionError("api gives typed exchanges; it cannot be combined with view=records")
+        apis = None
+        if "apis" in opts:
+            apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())
+        if api_key is not None:
+            apis = frozenset({api_key}) if apis is None else apis & {api_key}
+        return cls(
+            paths=_paths(opts), view=view, api_key=api_key, api_version=api_version, apis=apis, mode=mode,
+            corrupt_column=opts.get("columnnameofcorruptrecord", "_corrupt_record"),
+            corrupt_requested="columnnameofcorruptrecord" in opts,
+            ports=frozenset(_int_list(opts, "ports")) if "ports" in opts else DEFAULT_PORTS,
+            detect_kafka=_bool(opts, "detectkafka", True),
+            max_frame_size=_int(opts, "maxframesize", 100 * 1024 * 1024, low=8),
+            max_buffered_bytes=_int(opts, "maxbufferedbytes", 16 * 1024 * 1024, low=0),
+            specs=opts.get("specs"), recursive=_bool(opts, "recursivefilelookup", False),
+            glob_filter=opts.get("pathglobfilter"), split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
+        )
+
+
+def _paths(opts: dict) -> tuple[str, ...]:
+    paths = []
+    if "paths" in opts:
+        raw = opts["paths"]
+        try:
+            paths += json.loads(raw) if raw.lstrip().startswith("[") else [p for p in raw.split(",") if p]
+        except ValueError as e:
+            raise OptionError(f"paths is not a JSON list of paths: {raw!r}") from e
+    if "path" in opts:
+        paths.append(opts["path"])
+    if not paths:
+        raise OptionError("no path given: spark.read.format('kafka-wire').load('capture.pcap')")
+    return tuple(paths)
+
+
+def _api(registry, text: str) -> int:
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        key = int(text)
+        if registry.request(key) is None:
+            raise OptionError(f"unknown api key {key}")
+        return key
+    key = registry.api_key_by_name(text)
+    if key is None:
+        raise OptionError(f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)")
+    return key
+
+
+def _int(opts: dict, key: str, default: int | None = None, low: int | None = None) -> int:
+    if key not in opts:
+        return default
+    try:
+        value = int(opts[key])
+    except ValueError as e:
+        raise OptionError(f"{key} must be an integer, not {opts[key]!r}") from e
+    if low is not None and value < low:
+        raise OptionError(f"{key} must be at least {low}, not {value}")
+    return value
+
+
+def _int_list(opts: dict, key: str) -> list[int]:
+    try:
+        return [int(p) for p in opts[key].split(",") if p.strip()]
+    except ValueError as e:
+        raise OptionError(f"{key} must be comma-separated integers, not {opts[key]!r}") from e
+
+
+def _bool(opts: dict, key: str, default: bool) -> bool:
+    if key not in opts:
+        return default
+    value = opts[key].strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(f"{key} must be true or false, not {opts[key]!r}")
+    return value == "true"
