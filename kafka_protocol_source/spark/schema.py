@@ -62,7 +62,7 @@ EXCHANGE_FIELDS = [
     StructField("api_version", ShortType()), StructField("correlation_id", IntegerType()),
     StructField("client_id", StringType()), StructField("request_size", IntegerType()),
     StructField("response_size", IntegerType()), StructField("status", StringType()), StructField("error", StringType()),
-    StructField("note", StringType()),
+    StructField("note", StringType()), StructField("error_codes", ArrayType(ShortType())),
 ]
 
 RECORDS_VIEW = StructType([

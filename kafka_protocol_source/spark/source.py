@@ -25,6 +25,7 @@ from .arrow import BatchBuilder
 from .options import ReadOptions
 from .paths import expand
 from .records_view import TopicNames, record_rows
+from .rows import exchange_row
 from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
 
 BATCH_ROWS = 2048
@@ -143,20 +144,12 @@ class KafkaWireReader(DataSourceReader):
                 names.learn(ex)
                 yield from record_rows(ex, names)
                 continue
-            row = {f: getattr(ex, f) for f in _EXCHANGE_COLUMNS}
-            if corrupt:
-                row[corrupt] = ex.raw_request if ex.raw_request is not None else ex.raw_response
-            yield row
+            yield exchange_row(ex, corrupt)
 
     def _apis_to_decode(self):
         if self.options.view == "records":
             return frozenset({0, 1, 3, 19, 75}) if self.apis is None else self.apis
         return self.apis
-
-
-_EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
-                     "response_time", "latency_ms", "api_key", "api_name", "api_version", "correlation_id",
-                     "client_id", "request_size", "response_size", "status", "error", "note", "request", "response")
 
 
 def _to_ns(value) -> int | None:
