@@ -140,6 +140,14 @@ def kp_value(field: Any, version: int) -> st.SearchStrategy:
 
 def kp_struct(struct_field: Any, version: int) -> st.SearchStrategy:
     """A kafka-python DataContainer for ``struct_field`` with every in-version field set."""
+    if not struct_field.has_data_class():
+        # kafka-python makes nested data classes as a side effect of subclassing; some nested
+        # structs (e.g. DescribeProducersResponse's ActiveProducers) are left without one.
+        # Make it the way DataContainer.__init_subclass__ does.
+        from kafka.protocol.data_container import DataContainer
+
+        struct_field.set_data_class(
+            type(struct_field.type_str, (DataContainer,), {"_struct": struct_field}))
     members = {f.name: kp_value(f, version) for f in struct_field._fields
                if f.for_version_q(version)}
     return st.fixed_dictionaries(members).map(lambda vals: struct_field.data_class(**vals))
