@@ -4,14 +4,19 @@ Builds (once, in /tmp) a ~100 MB pcap by replicating crafted Kafka-sized packets
 of --seed CAPTURE) over many connections with shifted ports and timestamps, then times
 read_packets, read_packets + reassemble, and tshark on the same file, printing packets/s, MB/s
 and the ratio to tshark. Later stages add a row by appending to STAGES (a name and a function
-from the capture path to a packet count).
+from the capture path to the number of items it produced; rates are per captured TCP packet).
 
-    python benchmarks/bench_capture.py [--size-mb 100] [--seed sample.pcap] [--rebuild]
+--samples builds the file from the Ethernet pcaps in sample_captures/ instead, replicated with a
+new client address per copy so every copy is a real Kafka session: then read_capture (frame,
+pair and decode every exchange) is timed too, against tshark dissecting Kafka on the broker ports.
+
+    python benchmarks/bench_capture.py [--size-mb 100] [--seed sample.pcap | --samples] [--rebuild]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import struct
@@ -24,8 +29,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "capture"))
 
+from kafka_protocol_source import read_capture  # noqa: E402
 from kafka_protocol_source.capture import TcpSegment, read_packets  # noqa: E402
 from kafka_protocol_source.tcp import reassemble  # noqa: E402
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_captures"
+# broker ports of the capture being measured: 9092 for crafted captures, the samples' for --samples
+BROKER_PORTS: list[int] = [9092]
 
 
 def _crafted_frames() -> list[bytes]:
@@ -73,6 +83,57 @@ def build_capture(path: Path, size_mb: int, seed: Path | None) -> None:
             i += 1
 
 
+def sample_seeds() -> list[tuple[list[tuple[int, bytes]], int]]:
+    """(packets as (ns, Ethernet frame), broker port) of each classic Ethernet pcap among the samples."""
+    from kafka_protocol_source.capture.pcap import read_pcap_frames
+    from kafka_protocol_source.capture.source import open_capture
+
+    seeds = []
+    for produced in sorted(SAMPLES.glob("*.produced.json")):
+        manifest = json.loads(produced.read_text())
+        with open_capture(SAMPLES / manifest["capture"]) as (read, fmt, head):
+            if fmt.container != "pcap":
+                continue
+            frames = [(f[2], bytes(f[4])) for f in read_pcap_frames(read, head) if isinstance(f, tuple) and f[3] == 1]
+        if frames:
+            seeds.append((frames, manifest["broker"]["port"]))
+    return seeds
+
+
+def build_capture_from_samples(path: Path, size_mb: int) -> list[int]:
+    """Write `path`: the sample sessions over and over, each copy from a client address of its own.
+
+    Rewriting only the client's IPv4 address (10.a.b.c for copy n) keeps every copy a complete,
+    valid Kafka session on its own 4-tuples; copies follow one another in time. Returns the broker
+    ports. No checksums are fixed: neither read_capture nor tshark's default dissection checks them.
+    """
+    seeds = sample_seeds()
+    target = size_mb * 2**20
+    rec = struct.Struct("<IIII")
+    written = 0
+    ts_shift = 0
+    copy = 0
+    with open(path, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        while written < target:
+            frames, port = seeds[copy % len(seeds)]
+            client_ip = bytes((10, copy >> 16 & 255, copy >> 8 & 255, copy & 255))
+            start = frames[0][0]
+            for ns, frame in frames:
+                f = bytearray(frame)
+                if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
+                    tcp = 14 + (f[14] & 0xF) * 4
+                    to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == port
+                    f[26 + 4 * to_broker:30 + 4 * to_broker] = client_ip  # src if to the broker, else dst
+                t = ts_shift + (ns - start) // 1000
+                out.write(rec.pack(t // 10**6 + 1_700_000_000, t % 10**6, len(f), len(f)))
+                out.write(f)
+                written += 16 + len(f)
+            ts_shift = t + 1000
+            copy += 1
+    return sorted({port for _, port in seeds})
+
+
 def run_read_packets(path: Path) -> int:
     return sum(1 for x in read_packets(path) if x.__class__ is TcpSegment)
 
@@ -97,10 +158,26 @@ def run_tshark(path: Path) -> int:
     return out.count("\n")
 
 
-# (name, function from capture path to packets seen). Framing can append ("+ framing", fn) here.
+def run_read_capture(path: Path) -> int:
+    """Exchanges out of the whole pipeline: read, reassemble, frame, pair, decode every body."""
+    return sum(1 for _ in read_capture(path, ports=BROKER_PORTS))
+
+
+def run_tshark_kafka(path: Path) -> int:
+    """Kafka PDUs as tshark dissects them: TCP desegmentation plus the Kafka dissector on the broker ports."""
+    cmd = ["tshark", "-r", str(path), "-n"]
+    for port in BROKER_PORTS:
+        cmd += ["-d", f"tcp.port=={port},kafka"]
+    cmd += ["-Y", "kafka", "-T", "fields", "-E", "occurrence=a", "-e", "kafka.correlation_id"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return sum(line.count(",") + 1 for line in out.splitlines() if line)
+
+
+# (name, function from capture path to items produced: segments, events, exchanges, PDUs).
 STAGES: list[tuple[str, Callable[[Path], int]]] = [
     ("read_packets", run_read_packets),
     ("read_packets + reassemble", run_reassemble_only_timed),
+    ("read_capture (+ frame + pair + decode)", run_read_capture),
 ]
 
 
@@ -108,11 +185,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=100)
     ap.add_argument("--seed", type=Path)
-    ap.add_argument("--path", type=Path, default=Path("/tmp/kafka_wire_bench.pcap"))
+    ap.add_argument("--samples", action="store_true", help="replicate the sample captures (real Kafka sessions)")
+    ap.add_argument("--path", type=Path)
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--quick-tshark", action="store_true", help="skip the slow full-dissection tshark run")
     args = ap.parse_args()
-    if args.rebuild or not args.path.exists():
+    if args.path is None:
+        args.path = Path("/tmp/kafka_wire_bench_samples.pcap" if args.samples else "/tmp/kafka_wire_bench.pcap")
+    if args.samples:
+        BROKER_PORTS[:] = build_capture_from_samples(args.path, args.size_mb) if args.rebuild or not args.path.exists() \
+            else sorted({port for _, port in sample_seeds()})
+    elif args.rebuild or not args.path.exists():
         build_capture(args.path, args.size_mb, args.seed)
     mb = os.path.getsize(args.path) / 2**20
     rows = []
@@ -120,6 +203,7 @@ def main() -> None:
         t = time.perf_counter()
         n = fn(args.path)
         rows.append((name, n, time.perf_counter() - t))
+    packets = rows[0][1]
     tshark_time = None
     if shutil.which("tshark"):
         # The light run is the baseline: full dissection with TCP desegmentation (and the Kafka
@@ -133,11 +217,15 @@ def main() -> None:
             t = time.perf_counter()
             n = run_tshark(args.path)
             rows.append(("tshark -T fields -e frame.number", n, time.perf_counter() - t))
-    print(f"capture: {args.path} ({mb:.1f} MB)")
-    print(f"{'stage':36} {'packets':>9} {'seconds':>8} {'packets/s':>11} {'MB/s':>7} {'time vs tshark':>15}")
+            if args.samples:
+                t = time.perf_counter()
+                n = run_tshark_kafka(args.path)
+                rows.append(("tshark Kafka PDUs (deseg + dissect)", n, time.perf_counter() - t))
+    print(f"capture: {args.path} ({mb:.1f} MB, {packets} TCP packets; broker ports {BROKER_PORTS})")
+    print(f"{'stage':40} {'items':>9} {'seconds':>8} {'packets/s':>11} {'MB/s':>7} {'time vs tshark':>15}")
     for name, n, dt in rows:
         ratio = f"{dt / tshark_time:.2f}x" if tshark_time else "-"
-        print(f"{name:36} {n:9d} {dt:8.2f} {n / dt:11,.0f} {mb / dt:7.1f} {ratio:>15}")
+        print(f"{name:40} {n:9d} {dt:8.2f} {packets / dt:11,.0f} {mb / dt:7.1f} {ratio:>15}")
 
 
 if __name__ == "__main__":
