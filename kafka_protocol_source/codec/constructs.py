@@ -69,6 +69,32 @@ class Primitive(KafkaConstruct):
     def emit(self, code):
         return self.expr
 
+    def emit_lines(self, target: str) -> list[str] | None:
+        """Statements for strings and bytes: the usual short, non-null value read inline, and
+        anything else (null, long, truncated) handed back to the runtime reader it emits."""
+        if self.kind not in ("string", "bytes"):
+            return None
+        value = "v.decode('utf-8', 'replace')" if self.kind == "string" else "v"
+        if self.compact:
+            head, size, ok = "io.read(1)", "b[0] - 1", "b and 0 < b[0] < 0x80"
+        else:
+            head, size, ok = ("io.read(2)", "b[0] << 8 | b[1]", "len(b) == 2 and b[0] < 0x80") if self.kind == "string" \
+                else ("io.read(4)", "int.from_bytes(b, 'big')", "len(b) == 4 and b[0] < 0x80")
+        return [
+            f"b = {head}",
+            f"if {ok}:",
+            f"    n = {size}",
+            "    v = io.read(n)",
+            "    if len(v) == n:",
+            f"        {target} = {value}",
+            "    else:",
+            "        io.seek(-len(b) - len(v), 1)",
+            f"        {target} = {self.expr}",
+            "else:",
+            "    io.seek(-len(b), 1)",
+            f"    {target} = {self.expr}",
+        ]
+
 
 class Array(KafkaConstruct):
     def __init__(self, element: Construct, nullable: bool, compact: bool, min_element_size: int):
@@ -150,13 +176,23 @@ class Struct(KafkaConstruct):
         fid = code.allocateId()
         lines = [f"def parse_struct_{fid}(io):  # {self.struct_name}", "    r = {}"]
         for name, sub in self.fields:
-            lines.append(f"    r[{name!r}] = {sub._compileparse(code)}")
+            inline = sub.emit_lines(f"r[{name!r}]") if isinstance(sub, Primitive) else None
+            if inline:
+                lines += ["    " + line for line in inline]
+            else:
+                lines.append(f"    r[{name!r}] = {sub._compileparse(code)}")
         if self.flexible:
             known = ", ".join(
                 f"{tag}: ({name!r}, lambda io: {sub._compileparse(code)})" for tag, name, sub, _ in self.tagged
             )
             code.append(f"tags_{fid} = {{{known}}}\ndefaults_{fid} = {self.defaults!r}")
-            lines.append(f"    read_tag_section(io, r, tags_{fid}, defaults_{fid})")
+            # The usual tag section is empty: one zero byte, then every tagged field's default.
+            lines += ["    t = io.read(1)", "    if t == b'\\x00':"]
+            for i, (name, default) in enumerate(self.defaults):
+                value = f"copy_default(defaults_{fid}[{i}][1])" if isinstance(default, (dict, list)) else repr(default)
+                lines.append(f"        r[{name!r}] = {value}")
+            lines += ["        pass", "    else:", "        io.seek(-len(t), 1)",
+                      f"        read_tag_section(io, r, tags_{fid}, defaults_{fid})"]
         lines.append("    return r")
         code.append("\n".join(lines))
         return f"parse_struct_{fid}(io)"

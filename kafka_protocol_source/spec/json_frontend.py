@@ -42,7 +42,7 @@ def lower_field(raw: dict[str, Any]) -> FieldDef:
         versions=VersionRange.parse(raw["versions"]),
         nullable_versions=_range(raw, "nullableVersions"),
         tagged_versions=_range(raw, "taggedVersions"),
-        tag=raw.get("tag"),
+        tag=int(raw["tag"]) if raw.get("tag") is not None else None,  # some upstream files quote it
         flexible_versions=VersionRange.parse(raw["flexibleVersions"]) if "flexibleVersions" in raw else None,
         default=None if "default" not in raw else str(raw["default"]),
         map_key=bool(raw.get("mapKey", False)),

@@ -77,3 +77,10 @@ def test_merge_refuses_sources_that_disagree():
     old = _msg("0-4", [{"name": "A", "type": "int64", "versions": "0+"}])
     with pytest.raises(ImportConflict, match="lay it out differently"):
         merge([("new", new), ("old", old)])
+
+
+def test_quoted_tag_numbers_become_ints():
+    # BrokerHeartbeatRequest.json upstream writes "tag": "0"; a string tag never matched the wire.
+    registry = SpecRegistry.from_directory(ROOT / "specs")
+    struct = registry.resolved("BrokerHeartbeatRequest", 1)
+    assert [(f.name, f.tag) for f in struct.tagged] == [("offline_log_dirs", 0)]
