@@ -14,7 +14,7 @@ from ..tcp import Direction, StreamChunk, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
 from .sniff import looks_like_tls, request_start_check, response_start_check
-from .splitter import DirectionFramer, Partial, Skipped
+from .splitter import DirectionFramer
 
 BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
 
@@ -164,17 +164,8 @@ class Connection:
     # -- output -----------------------------------------------------------------------
 
     def _route(self, items: list, direction: Direction) -> None:
-        is_request = direction == self.client
-        pairer = self.pairer
-        for item in items:
-            if isinstance(item, Skipped):
-                pairer.skipped(item, is_request)
-            elif isinstance(item, Partial):
-                pairer.partial(item, is_request)
-            elif is_request:
-                pairer.request(item)
-            else:
-                pairer.response(item)
+        if items:
+            self.pairer.take(items, direction == self.client)
 
     def _emit_tls(self) -> None:
         broker = reverse(self.client)

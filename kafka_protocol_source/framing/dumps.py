@@ -20,7 +20,7 @@ from ..codec.errors import DecodeError
 from .model import Exchange
 from .pairing import Pairer
 from .sniff import request_start_check, response_start_check
-from .splitter import DirectionFramer, Partial, Skipped
+from .splitter import DirectionFramer
 
 _TCPFLOW_NAME = re.compile(r"^(?P<src>.+)\.(?P<sport>\d{1,5})-(?P<dst>.+)\.(?P<dport>\d{1,5})$")
 _SIZE = struct.Struct(">i")
@@ -115,16 +115,7 @@ def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool, 
     with open(path, "rb") as f:
         while True:
             data = f.read(_READ)
-            items = framer.feed(offset, data, 0, None) if data else framer.finish()
-            for item in items:
-                if isinstance(item, Skipped):
-                    pairer.skipped(item, is_request)
-                elif isinstance(item, Partial):
-                    pairer.partial(item, is_request)
-                elif is_request:
-                    pairer.request(item)
-                else:
-                    pairer.response(item)
+            pairer.take(framer.feed(offset, data, 0, None) if data else framer.finish(), is_request)
             yield from ctx.out
             ctx.out.clear()
             if not data:

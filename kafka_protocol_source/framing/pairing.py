@@ -48,6 +48,18 @@ class Pairer:
     def pending_ids(self):
         return self.pending.keys()
 
+    def take(self, items: list, is_request: bool) -> None:
+        """What a framer cut from one side: frames, frames cut short, bytes skipped."""
+        for item in items:
+            if isinstance(item, Skipped):
+                self.skipped(item, is_request)
+            elif isinstance(item, Partial):
+                self.partial(item, is_request)
+            elif is_request:
+                self.request(item)
+            else:
+                self.response(item)
+
     # -- requests ---------------------------------------------------------------------
 
     def request(self, frame: Frame) -> None:
