@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, settings
 # Small per case: there are ~1,500 (api, version, direction) cases in all, and the suite must
 # finish in a few minutes on two cores. Coverage comes from the number of cases, not examples.
 ORACLE_SETTINGS = settings(
-    max_examples=15,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much],

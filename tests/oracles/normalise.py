@@ -96,6 +96,10 @@ class ExpectedRecords:
     batches: list[dict]
 
 
+_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_TIMESTAMP_TYPES = {None: None, 0: "CreateTime", 1: "LogAppendTime"}
+
+
 def expected_records(raw: bytes | None) -> ExpectedRecords | None:
     """Read a record set with kafka-python's (independent) record readers."""
     if raw is None:
@@ -108,9 +112,13 @@ def expected_records(raw: bytes | None) -> ExpectedRecords | None:
         batch = records.next_batch()
         if batch is None:
             break
-        batches.append({
+        assert batch.validate_crc()
+        expected = {
             "base_offset": batch.base_offset,
             "magic": batch.magic,
+            "crc_valid": True,
+            "compression": _CODECS[batch.compression_type],
+            "timestamp_type": _TIMESTAMP_TYPES[batch.timestamp_type],
             "records": [
                 {
                     "offset": r.offset,
@@ -121,7 +129,17 @@ def expected_records(raw: bytes | None) -> ExpectedRecords | None:
                 }
                 for r in batch
             ],
-        })
+        }
+        if batch.magic >= 2:
+            expected.update(
+                partition_leader_epoch=batch.leader_epoch, crc=batch.crc,
+                is_transactional=batch.is_transactional, is_control=batch.is_control_batch,
+                producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence, last_offset_delta=batch.last_offset_delta,
+                base_timestamp=batch.first_timestamp, max_timestamp=batch.max_timestamp,
+                records_count=batch.records_count,
+            )
+        batches.append(expected)
     return ExpectedRecords(batches)
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from . import normalise as n
 from ._decoder import (ORACLE_SETTINGS, api_name, decoder, request_header_version,
                        response_header_version)
-from .strategies import kio_request_header
+from .strategies import kio_entity, kio_request_header
 
 
 def _kio_cases() -> list[tuple[int, str, int, str]]:
@@ -35,6 +35,28 @@ CASES = _kio_cases()
 
 # Cases kio generates that are not run, each with the reason. Empty: every kio case runs.
 KNOWN_BAD: dict[tuple[str, int, str], str] = {}
+
+# Names Kafka changed after the Oct 2024 specs kio is generated from. Our registry takes the
+# 4.1 definitions first (see the protocol core's commit), so kio's values are compared under
+# the 4.1 names; the wire layout at these versions is unchanged.
+#   api key 74: ListClientMetricsResources → ListConfigResources (KIP-1142), with its response
+#   array ClientMetricsResources → ConfigResources and the entries' Name → ResourceName.
+API_RENAMES = {"ListClientMetricsResources": "ListConfigResources"}
+FIELD_RENAMES: dict[str, dict[tuple[str, ...], str]] = {
+    "ListClientMetricsResourcesResponse": {
+        ("client_metrics_resources",): "config_resources",
+        ("client_metrics_resources", "name"): "resource_name",
+    },
+}
+
+
+def _rename(value, renames: dict[tuple[str, ...], str], path: tuple[str, ...] = ()):
+    if isinstance(value, list):
+        return [_rename(v, renames, path) for v in value]
+    if isinstance(value, dict):
+        return {renames.get(path + (k,), k): _rename(v, renames, path + (k,))
+                for k, v in value.items()}
+    return value
 
 
 def _params():
@@ -76,8 +98,9 @@ def test_kio_oracle(api_key, name, version, direction, data):
     kps = decoder()
     cls = _schema(name, version, direction)
     spec = n.load_spec(str(n.SPEC_DIR_OCT_2024), cls.__name__)
-    message = data.draw(st.from_type(cls), label="kio message")
+    message = data.draw(kio_entity(cls), label="kio message")
     expected_body = n.kio_to_ours(message, spec["fields"], n.common_structs(spec))
+    expected_body = _rename(expected_body, FIELD_RENAMES.get(cls.__name__, {}))
 
     if direction == "request":
         hv = request_header_version(api_key, version, cls.__flexible__)
@@ -88,7 +111,7 @@ def test_kio_oracle(api_key, name, version, direction, data):
         got = kps.decode_request(payload)
         expected = {
             "api_key": api_key,
-            "api_name": api_name(cls.__name__),
+            "api_name": API_RENAMES.get(api_name(cls.__name__), api_name(cls.__name__)),
             "api_version": version,
             "correlation_id": int(header.correlation_id),
             "client_id": getattr(header, "client_id", None),
