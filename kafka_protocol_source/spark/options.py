@@ -33,6 +33,8 @@ OPTION_DOC = {
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
     "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
+    "maxFilesPerTrigger": "streaming: at most this many new captures per micro-batch",
+    "minFileAge": "streaming: seconds a file must stay unmodified before it is read (default 2)",
 }
 
 

@@ -10,27 +10,19 @@ bodies of other exchanges are never decoded.
 
 from __future__ import annotations
 
-import math
-import os
 import sys
 from datetime import datetime, timezone
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                    InputPartition, LessThan, LessThanOrEqual)
+                                    LessThan, LessThanOrEqual)
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from ..codec.decoder import decoder_for
-from ..framing import CAPTURE_ERROR, read_capture
-from .arrow import BatchBuilder
 from .options import ReadOptions
+from .partition_reader import CapturePartition, PartitionReader, plan_partitions
 from .paths import expand
-from .records_view import TopicNames, record_rows
-from .rows import exchange_row
 from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
 
-BATCH_ROWS = 2048
-MAX_SPLITS_PER_FILE = 64
-MALFORMED_STATUSES = frozenset({"malformed", "gap", CAPTURE_ERROR})
 _DAY_NS = 86_400 * 10**9
 
 
@@ -49,6 +41,11 @@ class KafkaWireDataSource(DataSource):
         if _pushdown_disabled():
             return KafkaWireReader(options, schema)
         return KafkaWirePushdownReader(options, schema)
+
+    def streamReader(self, schema: StructType):
+        from .stream import KafkaWireStreamReader  # noqa: PLC0415 - only streaming queries need it
+
+        return KafkaWireStreamReader(ReadOptions.parse(self.options), schema, dict(self.options))
 
 
 def _pushdown_disabled() -> bool:
@@ -87,12 +84,6 @@ def default_schema(options: ReadOptions) -> StructType:
     return schema
 
 
-class CapturePartition(InputPartition):
-    def __init__(self, path: str, index: int = 0, count: int = 1):
-        super().__init__((path, index, count))
-        self.path, self.index, self.count = path, index, count
-
-
 class KafkaWireReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType):
         self.options = options
@@ -101,55 +92,11 @@ class KafkaWireReader(DataSourceReader):
         self.apis = options.apis
         self.window: tuple[int | None, int | None] | None = None
 
-    # -- planning (driver) ------------------------------------------------------------
-
     def partitions(self):
-        parts = []
-        for path in self.files:
-            size = os.path.getsize(path)
-            count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
-            parts += [CapturePartition(path, i, count) for i in range(count)]
-        return parts or [CapturePartition("", 0, 0)]
-
-    # -- reading (executors) ----------------------------------------------------------
+        return plan_partitions(self.files, self.options.split_size) or [CapturePartition("", 0, 0)]
 
     def read(self, partition: CapturePartition):
-        if not partition.path:
-            return
-        builder = BatchBuilder(self.schema)
-        rows = []
-        for row in self._rows(partition):
-            rows.append(row)
-            if len(rows) >= BATCH_ROWS:
-                yield builder.build(rows)
-                rows = []
-        if rows:
-            yield builder.build(rows)
-
-    def _rows(self, partition: CapturePartition):
-        o = self.options
-        exchanges = read_capture(partition.path, ports=o.ports, detect_kafka=o.detect_kafka,
-                                 max_frame_size=o.max_frame_size, max_buffered_bytes=o.max_buffered_bytes,
-                                 specs=o.specs, apis=self._apis_to_decode(), window_ns=self.window,
-                                 connection_slice=(partition.index, partition.count))
-        corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-        names = TopicNames()
-        for ex in exchanges:
-            if ex.status in MALFORMED_STATUSES:
-                if o.mode == "FAILFAST":
-                    raise RuntimeError(_failfast_message(ex))
-                if o.mode == "DROPMALFORMED":
-                    continue
-            if o.view == "records":
-                names.learn(ex)
-                yield from record_rows(ex, names)
-                continue
-            yield exchange_row(ex, corrupt)
-
-    def _apis_to_decode(self):
-        if self.options.view == "records":
-            return frozenset({0, 1, 3, 19, 75}) if self.apis is None else self.apis
-        return self.apis
+        yield from PartitionReader(self.options, self.schema, self.apis, self.window).read(partition)
 
 
 def _to_ns(value) -> int | None:
@@ -158,16 +105,6 @@ def _to_ns(value) -> int | None:
             value = value.replace(tzinfo=timezone.utc)
         return int(value.timestamp() * 1_000_000) * 1000
     return None
-
-
-def _failfast_message(ex) -> str:
-    where = [f"packet {ex.request_packet if ex.request_packet is not None else ex.response_packet}"]
-    if ex.stream_offset is not None:
-        where.append(f"stream byte {ex.stream_offset}")
-    if ex.connection_id:
-        where.append(f"connection {ex.connection_id}")
-    return (f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: {', '.join(where)}: "
-            f"{ex.status}: {ex.error}")
 
 
 class KafkaWirePushdownReader(KafkaWireReader):
