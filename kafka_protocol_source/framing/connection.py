@@ -16,7 +16,14 @@ from .pairing import Pairer
 from .sniff import looks_like_tls, request_start_check, response_start_check
 from .splitter import DirectionFramer
 
-BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
+BACKLOG_LIMIT = 1 << 20
+# What to say of a frame cut short, and of a request left unanswered, by the way a connection ended.
+_CUT_BY = {"end_of_capture": "the capture ended inside this frame", "reset": "the connection was reset (RST) inside this frame",
+           "fin": "the connection was closed (FIN) inside this frame", "reused": "the connection was replaced inside this frame"}
+_LEFT_BY = {"end_of_capture": "no response before the end of the capture",
+            "reset": "no response before the connection was reset (RST)",
+            "fin": "no response before the connection was closed (FIN)",
+            "reused": "no response before the connection was replaced by a new one"}  # bytes held while deciding whether a flow on an unknown port is Kafka
 
 
 def reverse(d: Direction) -> Direction:
@@ -66,7 +73,8 @@ class Connection:
         elif self.kafka and not self.tls:
             self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason), ev.direction)
 
-    def close(self) -> None:
+    def close(self, how: str = "end_of_capture") -> None:
+        """The connection ended: ``how`` is the tcp stage's close detail (fin, reset, reused, ...)."""
         if self.kafka is None:
             self._decide(final=True)
         if not self.kafka:
@@ -75,8 +83,8 @@ class Connection:
             self._emit_tls()
             return
         for direction, framer in self.framers.items():
-            self._route(framer.finish(), direction)
-        self.pairer.finish()
+            self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
+        self.pairer.finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
 
     # -- deciding ---------------------------------------------------------------------
 

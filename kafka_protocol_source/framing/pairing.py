@@ -170,10 +170,9 @@ class Pairer:
         else:
             self._emit(GAP, None, None, response_frame=frame, error=error, response_size=skip.length)
 
-    def finish(self) -> None:
+    def finish(self, why: str = "no response before the end of the capture") -> None:
         for pending in list(self.pending.values()):
-            self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status,
-                               pending.error or "no response before the end of the capture")
+            self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, pending.error or why)
         self.pending.clear()
         while self.sasl_tokens:
             self._emit_sasl(self.sasl_tokens.popleft(), None)

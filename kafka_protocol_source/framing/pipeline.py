@@ -102,7 +102,7 @@ def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int, conne
             elif ev.kind == "close":
                 conn = connections.pop(ev.conn, None)
                 if conn is not None:
-                    conn.close()
+                    conn.close(ev.detail)
         elif kind is CaptureIssue and ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None):
             out.append(_capture_error(ctx, f"{ev.kind} at packet {ev.packet_index} (file offset {ev.file_offset}): {ev.detail}",
                                       packet=ev.packet_index))

@@ -79,9 +79,9 @@ class DirectionFramer:
         self.skip_reason = f"resync after a gap ({reason})"
         return out
 
-    def finish(self) -> list:
+    def finish(self, why: str = "the capture ended inside this frame") -> list:
         out = self._drain(final=True)
-        out += self._cut_pending("the capture ended inside this frame")
+        out += self._cut_pending(why)
         self._restart(None)
         return out
 
