@@ -1,0 +1,61 @@
+"""The default exchanges view against read_capture: counts per api, SQL, VARIANT paths, user schemas."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, ShortType, StringType, StructField, StructType
+
+from .expected import SAMPLES, TANSU_CONFLUENT, capture_names, exchanges
+
+
+def test_counts_per_api_key_equal_read_capture(spark):
+    df = spark.read.format("kafka-wire").load(str(SAMPLES))  # every capture in the folder, one job
+    actual = df.groupBy("capture_file", "api_key").agg(F.count(F.lit(1)).alias("exchanges"))
+    counts = Counter()
+    for name in capture_names():
+        counts.update((str(SAMPLES / name), e.api_key) for e in exchanges(SAMPLES / name))
+    schema = StructType([StructField("capture_file", StringType()), StructField("api_key", ShortType()),
+                         StructField("exchanges", LongType())])
+    expected = spark.createDataFrame([(f, k, n) for (f, k), n in counts.items()], schema)
+    assert len(counts) > 50
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_sql_temporary_view_group_by(spark):
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW traffic USING `kafka-wire` OPTIONS (path '{TANSU_CONFLUENT}')")
+    actual = spark.sql("SELECT api_name, status, count(*) AS n, max(api_version) AS v FROM traffic "
+                       "GROUP BY api_name, status")
+    counts = Counter((e.api_name, e.status) for e in exchanges(TANSU_CONFLUENT))
+    versions = {}
+    for e in exchanges(TANSU_CONFLUENT):
+        versions[e.api_name, e.status] = max(versions.get((e.api_name, e.status), -1), e.api_version)
+    expected = spark.createDataFrame([(a, s, n, versions[a, s]) for (a, s), n in counts.items()],
+                                     "api_name string, status string, n long, v short")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    spark.catalog.dropTempView("traffic")
+
+
+def test_variant_paths(spark):
+    df = spark.read.format("kafka-wire").load(str(TANSU_CONFLUENT)).where("api_name = 'Metadata'")
+    actual = df.selectExpr("connection_id", "correlation_id", "request:topics[0].name::string AS first_topic",
+                           "variant_get(response, '$.throttle_time_ms', 'int') AS throttle_time_ms",
+                           "variant_get(response, '$.brokers[0].port', 'int') AS broker_port")
+    expected = spark.createDataFrame(
+        [(e.connection_id, e.correlation_id, (e.request["topics"] or [{}])[0].get("name"),
+          e.response["throttle_time_ms"], e.response["brokers"][0]["port"])
+         for e in exchanges(TANSU_CONFLUENT) if e.api_name == "Metadata"],
+        "connection_id string, correlation_id int, first_topic string, throttle_time_ms int, broker_port int")
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+    assert any(r.first_topic for r in actual.collect())  # the path reaches real values, not only nulls
+
+
+def test_user_schema_with_a_subset_of_columns(spark):
+    df = (spark.read.format("kafka-wire").schema("status string, api_name string, correlation_id int, latency_ms double")
+          .load(str(TANSU_CONFLUENT)))
+    assert df.columns == ["status", "api_name", "correlation_id", "latency_ms"]
+    expected = spark.createDataFrame(
+        [(e.status, e.api_name, e.correlation_id, e.latency_ms) for e in exchanges(TANSU_CONFLUENT)], df.schema)
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
