@@ -1,0 +1,101 @@
+"""The records view: exactly the records each capture's script produced, for every codec and magic.
+
+One read of the whole sample folder, collected once (module fixture); every check below runs on
+those rows. Produced records must equal ``NAME.produced.json`` as a multiset (rejected ones too:
+their bytes are on the wire); a fetched record must be the accepted produced record at its offset.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from chispa import assert_df_equality
+
+from .expected import SAMPLES, capture_names, manifest
+
+COLUMNS = ["capture_file", "direction", "topic", "partition", "compression", "offset", "key", "value", "headers",
+           "timestamp", "timestampType", "request_time"]
+# Spark's own Kafka source (KafkaRecordToRowConverter, with includeHeaders): names and types, in order
+SPARK_KAFKA_COLUMNS = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
+                       ("offset", "bigint"), ("timestamp", "timestamp"), ("timestampType", "int"),
+                       ("headers", "array<struct<key:string,value:binary>>")]
+
+
+@pytest.fixture(scope="module")
+def records_df(spark):
+    return spark.read.format("kafka-wire").option("view", "records").load(str(SAMPLES))
+
+
+@pytest.fixture(scope="module")
+def records(records_df):
+    rows = records_df.select(*COLUMNS).collect()
+    by_capture = {}
+    for r in rows:
+        by_capture.setdefault(r.capture_file.rsplit("/", 1)[1], []).append(r)
+    return by_capture
+
+
+def _bytes(v):
+    return None if v is None else bytes(v)
+
+
+def _record(r) -> tuple:
+    return (r.topic, r.partition, r.compression, _bytes(r.key), _bytes(r.value),
+            tuple((h.key, _bytes(h.value)) for h in r.headers))
+
+
+def _manifest_record(m) -> tuple:
+    return m["topic"], m["partition"], m["codec"], m["key"], m["value"], tuple(m["headers"])
+
+
+def test_columns_are_those_of_sparks_kafka_source(records_df):
+    leading = [(f.name, f.dataType.simpleString()) for f in records_df.schema.fields[:len(SPARK_KAFKA_COLUMNS)]]
+    assert leading == SPARK_KAFKA_COLUMNS
+
+
+@pytest.mark.parametrize("capture", capture_names())
+def test_produced_records_equal_the_manifest(records, capture):
+    produced = [r for r in records[capture] if r.direction == "produce"]
+    expected = manifest(capture)["records"]
+    assert Counter(map(_record, produced)) == Counter(map(_manifest_record, expected))
+    assert {r.compression for r in produced} == {m["codec"] for m in expected}
+
+
+@pytest.mark.parametrize("capture", capture_names())
+def test_fetched_records_are_the_accepted_produced_ones(records, capture):
+    accepted = {(m["topic"], m["partition"], m["offset"]): m for m in manifest(capture)["records"] if m["error"] is None}
+    fetched = [r for r in records[capture] if r.direction == "fetch"]
+    for r in fetched:
+        m = accepted[r.topic, r.partition, r.offset]
+        assert (_bytes(r.key), _bytes(r.value), tuple((h.key, _bytes(h.value)) for h in r.headers)) == \
+            (m["key"], m["value"], tuple(m["headers"]))
+    if "rejected" not in capture:  # every session but that one has a consumer reading everything
+        assert {(r.topic, r.partition, r.offset) for r in fetched} == set(accepted)
+
+
+def test_produced_records_as_a_dataframe(spark, records_df):
+    """The same comparison through chispa, for the whole folder at once (all codecs, magic 0, 1, 2)."""
+    actual = (records_df.where("direction = 'produce'")
+              .selectExpr("element_at(split(capture_file, '/'), -1) AS capture", "topic", "partition",
+                          "compression", "key", "value", "headers"))
+    expected = spark.createDataFrame(
+        [(c, *_manifest_record(m)[:5], [{"key": k, "value": v} for k, v in m["headers"]])
+         for c in capture_names() for m in manifest(c)["records"]], actual.schema)
+    assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_timestamps_are_create_times_near_the_request(records):
+    """Records of magic 1 and 2 carry the producer's CreateTime (timestampType 0, as in Spark's source)."""
+    checked = 0
+    for capture, rows in records.items():
+        if "magic0" in capture:
+            continue
+        for r in rows:
+            if r.direction != "produce":
+                continue
+            assert r.timestampType == 0
+            assert abs(r.request_time - r.timestamp) < timedelta(seconds=60), (capture, r)
+            checked += 1
+    assert checked == 8 * 30 - 6 * 2  # two legacy captures of 24 records
