@@ -1,0 +1,102 @@
+"""Parse modes on a corrupted capture: PERMISSIVE keeps bad frames as rows, DROPMALFORMED drops
+them, FAILFAST stops with the file and position.
+
+The capture is a copy of a sample with the body of one Metadata request overwritten by 0xff
+(its first varint never ends) and the file cut in the middle of a packet near the end.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+
+import pytest
+from chispa import assert_df_equality
+
+from .expected import TANSU_CONFLUENT, exchanges
+
+
+def _packet_offsets(data: bytes) -> list[tuple[int, int]]:
+    """(file offset of the frame, captured length) of each record of a classic pcap."""
+    out, pos = [], 24
+    while pos + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, pos + 8)[0]
+        out.append((pos + 16, incl))
+        pos += 16 + incl
+    return out
+
+
+@pytest.fixture(scope="module")
+def corrupted(tmp_path_factory):
+    data = bytearray(TANSU_CONFLUENT.read_bytes())
+    packets = _packet_offsets(data)
+    victim = [e for e in exchanges(TANSU_CONFLUENT) if e.api_name == "Metadata"][2]
+    frame_at, _ = packets[victim.request_packet]
+    ip = frame_at + 14  # Ethernet
+    tcp = ip + (data[ip] & 0xF) * 4
+    kafka = tcp + (data[tcp + 12] >> 4) * 4  # size, api key, version, correlation id, client id
+    client_id_length = struct.unpack_from(">h", data, kafka + 12)[0]
+    body = kafka + 14 + client_id_length
+    data[body:body + 8] = b"\xff" * 8
+    size = struct.unpack_from(">i", data, kafka)[0]
+    assert kafka + 4 + size <= frame_at + packets[victim.request_packet][1]  # the request is in this one packet
+    corrupted_payload = bytes(data[kafka + 4:kafka + 4 + size])
+    cut_at, length = packets[-30]
+    path = tmp_path_factory.mktemp("corrupt") / "corrupted.pcap"
+    path.write_bytes(bytes(data[:cut_at + length // 2]))
+    return path, victim, corrupted_payload
+
+
+def rows(df):
+    return df.select("api_name", "correlation_id", "status", "error").collect()
+
+
+def test_the_corruption_gives_one_malformed_frame_and_a_cut_file(corrupted):
+    path, _, _ = corrupted
+    statuses = Counter(e.status for e in exchanges(path))
+    assert statuses["malformed"] == 1 and statuses["capture_error"] == 1 and statuses["ok"] > 50
+
+
+def test_permissive_keeps_bad_frames_as_rows_with_their_bytes(spark, corrupted):
+    path, victim, payload = corrupted
+    df = (spark.read.format("kafka-wire").option("columnNameOfCorruptRecord", "_corrupt_record").load(str(path))
+          .select("connection_id", "correlation_id", "api_name", "status", "error", "_corrupt_record"))
+    expected = spark.createDataFrame(
+        [(e.connection_id, e.correlation_id, e.api_name, e.status, e.error,
+          e.raw_request if e.raw_request is not None else e.raw_response) for e in exchanges(path)], df.schema)
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+    bad = {r.status: r for r in df.where("status <> 'ok'").collect()}
+    assert bad["malformed"].correlation_id == victim.correlation_id
+    assert bad["malformed"]._corrupt_record == payload  # the frame without its size prefix
+    assert "varint" in bad["malformed"].error
+    assert "truncated" in bad["capture_error"].error
+
+
+def test_permissive_is_the_default_and_the_schema_can_ask_for_the_corrupt_column(spark, corrupted):
+    path, _, _ = corrupted
+    default = spark.read.format("kafka-wire").load(str(path))
+    assert "_corrupt_record" not in default.columns
+    user = (spark.read.format("kafka-wire").schema("status string, error string, _corrupt_record binary")
+            .load(str(path)).where("status = 'malformed'").collect())
+    assert len(user) == 1 and b"\xff" * 8 in user[0]._corrupt_record
+    assert Counter(r.status for r in rows(default)) == Counter(e.status for e in exchanges(path))
+
+
+def test_dropmalformed_drops_bad_frames_and_keeps_the_good_ones(spark, corrupted):
+    path, _, _ = corrupted
+    got = Counter((r.api_name, r.correlation_id, r.status) for r in
+                  rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path))))
+    want = Counter((e.api_name, e.correlation_id, e.status) for e in exchanges(path)
+                   if e.status not in ("malformed", "gap", "capture_error"))
+    assert got == want
+    assert {s for _, _, s in got} == {"ok", "unanswered"}
+
+
+def test_failfast_raises_naming_file_and_position(spark, corrupted):
+    path, victim, payload = corrupted
+    with pytest.raises(Exception) as info:
+        spark.read.format("kafka-wire").option("mode", "FAILFAST").load(str(path)).collect()
+    message = str(info.value)
+    assert "MALFORMED_RECORD_IN_PARSING" in message and "FAILFAST" in message
+    assert str(path) in message
+    assert f"packet {victim.request_packet}" in message and f"stream byte {victim.stream_offset}" in message
