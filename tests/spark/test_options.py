@@ -1,0 +1,35 @@
+"""Bad options fail at load time with one message that says what to write instead."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import AnalysisException
+
+from .expected import TANSU_CONFLUENT
+
+CASES = [
+    ({"api": "Prodce"}, r"unknown api 'Prodce' \(names look like Produce"),
+    ({"api": "999"}, r"unknown api key 999"),
+    ({"api": "Produce", "apiVersion": "99"}, r"Produce has no version 99 \(versions 0-13\)"),
+    ({"api": "Produce", "apiVersion": "ten"}, r"apiversion must be an integer, not 'ten'"),
+    ({"apiVersion": "3"}, r"apiVersion needs api"),
+    ({"view": "packets"}, r"unknown view 'packets': use one of exchanges, records"),
+    ({"view": "records", "api": "Produce"}, r"cannot be combined with view=records"),
+    ({"mode": "LENIENT"}, r"unknown mode 'LENIENT': use one of PERMISSIVE, DROPMALFORMED, FAILFAST"),
+    ({"ports": "9092,kafka"}, r"ports must be comma-separated integers, not '9092,kafka'"),
+    ({"splitSize": "0"}, r"splitsize must be at least 1"),
+    ({"detectKafka": "yes"}, r"detectkafka must be true or false"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), CASES, ids=[next(iter(o)) + "=" + o[next(iter(o))] for o, _ in CASES])
+def test_bad_options_fail_with_a_clear_message(spark, options, message):
+    with pytest.raises(AnalysisException, match=message) as info:
+        spark.read.format("kafka-wire").options(**options).load(str(TANSU_CONFLUENT))
+    assert "OptionError" in str(info.value)
+
+
+def test_option_keys_are_case_insensitive_and_ports_are_taken(spark):
+    df = (spark.read.format("kafka-wire").option("API", "apiversions").option("PORTS", "33325")
+          .option("detectkafka", "false").load(str(TANSU_CONFLUENT)))
+    assert df.count() == 15
