@@ -26,6 +26,15 @@ from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
 _DAY_NS = 86_400 * 10**9
 
 
+# Spark 4.3 keeps the read planned during filter pushdown on the data source instance
+# (PythonDataSourceV2.readInfo) that every scan of one DataFrame shares, so a later scan of that
+# DataFrame (a union branch, or df.count() after df.where(...).count()) reads with an earlier
+# scan's pushed api filter and returns wrong rows (tests/spark/test_pushdown.py,
+# test_reused_dataframe_pushdown_stale_read_info). Spark's master keeps it per scan
+# (PythonScanBuilder.readInfo); until a release does, filters are left to Spark.
+PUSH_FILTERS = False
+
+
 class KafkaWireDataSource(DataSource):
     """``spark.read.format("kafka-wire").load(path)``: Kafka traffic in captures, as tables."""
 
@@ -38,7 +47,7 @@ class KafkaWireDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.parse(self.options)
-        if _pushdown_disabled():
+        if not PUSH_FILTERS or _pushdown_disabled():
             return KafkaWireReader(options, schema)
         return KafkaWirePushdownReader(options, schema)
 
