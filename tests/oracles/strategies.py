@@ -23,6 +23,19 @@ from hypothesis import strategies as st
 # Small sizes keep each example cheap: the point is field coverage, not volume.
 SMALL_LISTS = {"min_size": 0, "max_size": 3}
 
+# Now and then a string, bytes or primitive array of 128+ items, so compact (varint) lengths
+# take two bytes and legacy lengths leave the one-byte range.
+def _mostly_short(short: st.SearchStrategy, long: st.SearchStrategy) -> st.SearchStrategy:
+    return st.integers(0, 7).flatmap(lambda roll: long if roll == 7 else short)
+
+
+TEXT = _mostly_short(st.text(max_size=10), st.text(min_size=128, max_size=140))
+BINARY = _mostly_short(st.binary(max_size=10), st.binary(min_size=128, max_size=140))
+
+
+def primitive_list(item: st.SearchStrategy) -> st.SearchStrategy:
+    return _mostly_short(st.lists(item, **SMALL_LISTS), st.lists(item, min_size=128, max_size=130))
+
 # --------------------------------------------------------------------------- record sets
 
 _KEYS = st.one_of(st.none(), st.binary(max_size=12))
@@ -114,11 +127,15 @@ def _kio_type(tp: Any) -> st.SearchStrategy:
     if origin is tuple:
         item, ellipsis = typing.get_args(tp)
         assert ellipsis is Ellipsis, tp
-        return st.lists(_kio_type(item), **SMALL_LISTS).map(tuple)
+        if dataclasses.is_dataclass(item):
+            return st.lists(_kio_type(item), **SMALL_LISTS).map(tuple)
+        return primitive_list(_kio_type(item)).map(tuple)
     if dataclasses.is_dataclass(tp):
         return st.deferred(lambda: kio_entity(tp))
     if isinstance(tp, type) and issubclass(tp, str):
-        return st.text(max_size=10).map(tp)
+        return TEXT.map(tp)
+    if tp is bytes:
+        return BINARY
     return st.from_type(tp)
 
 
@@ -155,9 +172,9 @@ def _kp_simple(type_str: str) -> st.SearchStrategy:
     if type_str == "uuid":
         return st.uuids()
     if type_str == "string":
-        return st.text(max_size=10)
+        return TEXT
     if type_str == "bytes":
-        return st.binary(max_size=10)
+        return BINARY
     if type_str == "records":
         return record_set()
     if type_str == "bitfield":
@@ -174,7 +191,7 @@ def kp_value(field: Any, version: int) -> st.SearchStrategy:
     elif field.is_struct_array():
         inner = st.lists(kp_struct(field, version), **SMALL_LISTS)
     elif field.is_array():
-        inner = st.lists(_kp_simple(field.array_of._type_str), **SMALL_LISTS)
+        inner = primitive_list(_kp_simple(field.array_of._type_str))
     else:
         inner = _kp_simple(field._type_str)
     tagged = field.tagged_field_q(version)
