@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, settings
 
 # Small per case: there are ~1,500 (api, version, direction) cases in all, and the suite must
 # finish in a few minutes on two cores. Coverage comes from the number of cases, not examples.
+# ORACLE_MAX_EXAMPLES raises it for a deeper, slower hunt (e.g. 200 before a release).
 ORACLE_SETTINGS = settings(
-    max_examples=20,
+    max_examples=int(os.environ.get("ORACLE_MAX_EXAMPLES", "20")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much],
