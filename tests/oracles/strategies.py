@@ -111,10 +111,13 @@ def kio_entity(cls: type) -> st.SearchStrategy:
     members = {}
     for f in dataclasses.fields(cls):
         members[f.name] = _kio_type(hints[f.name])
-        if "tag" in f.metadata and f.default is not dataclasses.MISSING:
-            # kio leaves a tagged field that equals its default off the wire; draw the default
-            # often so the decoder's fill-in of absent tagged fields is exercised too.
-            members[f.name] = st.one_of(st.just(f.default), members[f.name])
+        if "tag" in f.metadata:
+            # kio leaves a tagged field that equals its default off the wire (for a struct: a
+            # struct of defaults); draw the default often so the decoder's fill-in of absent
+            # tagged fields is exercised too.
+            from kio.serial._implicit_defaults import get_tagged_field_default
+
+            members[f.name] = st.one_of(st.just(get_tagged_field_default(f)), members[f.name])
     return st.builds(cls, **members)
 
 
