@@ -9,6 +9,7 @@ Bytes become variant BINARY; integers pick the smallest of int8/16/32/64; other 
 from __future__ import annotations
 
 import struct
+from itertools import accumulate
 
 _NULL, _TRUE, _FALSE = b"\x00", bytes([1 << 2]), bytes([2 << 2])
 _INT8, _INT16, _INT32, _INT64, _DOUBLE = 3 << 2, 4 << 2, 5 << 2, 6 << 2, 7 << 2
@@ -87,42 +88,37 @@ class VariantEncoder:
     @staticmethod
     def _container(parts: list[bytes], basic_type: int, ids: list[int] | None) -> bytes:
         n = len(parts)
-        total = sum(len(p) for p in parts)
+        offsets = list(accumulate(map(len, parts), initial=0))
         large = n > 0xFF
-        offset_size = _size_of(total)
-        out = bytearray()
+        offset_size = _size_of(offsets[-1])
         if ids is None:
-            out.append(((large << 2 | (offset_size - 1)) << 2) | basic_type)
+            head = ((large << 2 | (offset_size - 1)) << 2) | basic_type
+            id_bytes = b""
         else:
             id_size = _size_of(max(ids, default=0))
-            out.append(((large << 4 | (id_size - 1) << 2 | (offset_size - 1)) << 2) | basic_type)
-        out += n.to_bytes(4 if large else 1, "little")
-        if ids is not None:
-            for i in ids:
-                out += i.to_bytes(id_size, "little")
-        offset = 0
-        for p in parts:
-            out += offset.to_bytes(offset_size, "little")
-            offset += len(p)
-        out += offset.to_bytes(offset_size, "little")
-        for p in parts:
-            out += p
-        return bytes(out)
+            head = ((large << 4 | (id_size - 1) << 2 | (offset_size - 1)) << 2) | basic_type
+            id_bytes = _pack(ids, id_size)
+        count = n.to_bytes(4 if large else 1, "little")
+        return b"".join((bytes((head,)), count, id_bytes, _pack(offsets, offset_size), *parts))
 
     def _metadata(self) -> bytes:
         names = [k.encode("utf-8", "surrogatepass") for k in self.keys]
         total = sum(len(n) for n in names)
         offset_size = _size_of(max(total, len(names)))
-        out = bytearray([1 | (offset_size - 1) << 6])  # version 1, keys not sorted
-        out += len(names).to_bytes(offset_size, "little")
-        offset = 0
-        for n in names:
-            out += offset.to_bytes(offset_size, "little")
-            offset += len(n)
-        out += offset.to_bytes(offset_size, "little")
-        for n in names:
-            out += n
-        return bytes(out)
+        header = bytes((1 | (offset_size - 1) << 6,))  # version 1, keys not sorted
+        offsets = list(accumulate(map(len, names), initial=0))
+        return b"".join((header, _pack([len(names)], offset_size), _pack(offsets, offset_size), *names))
+
+
+def _pack(values: list[int], size: int) -> bytes:
+    """Little-endian unsigned integers of ``size`` bytes each."""
+    if size == 1:
+        return bytes(values)
+    if size == 2:
+        return struct.pack(f"<{len(values)}H", *values)
+    if size == 4:
+        return struct.pack(f"<{len(values)}I", *values)
+    return b"".join(v.to_bytes(3, "little") for v in values)
 
 
 def to_variant(value) -> tuple[bytes, bytes]:
