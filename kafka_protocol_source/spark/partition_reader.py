@@ -21,8 +21,10 @@ from .rows import exchange_row
 BATCH_ROWS = 2048
 MAX_SPLITS_PER_FILE = 64
 MALFORMED_STATUSES = frozenset({"malformed", "gap", CAPTURE_ERROR})
-# The records view needs Produce and Fetch, and the responses that name topics by id.
-RECORDS_VIEW_APIS = frozenset({0, 1, 3, 19, 75})
+# The records view needs Produce and Fetch, and the responses that name topics by id (from
+# every connection, also those another partition of a split capture reads records from).
+TOPIC_NAMING_APIS = frozenset({3, 19, 75})
+RECORDS_VIEW_APIS = frozenset({0, 1}) | TOPIC_NAMING_APIS
 
 
 class CapturePartition(InputPartition):
@@ -64,7 +66,8 @@ class PartitionReader:
         exchanges = read_capture(partition.path, ports=o.ports, detect_kafka=o.detect_kafka,
                                  max_frame_size=o.max_frame_size, max_buffered_bytes=o.max_buffered_bytes,
                                  specs=o.specs, apis=apis, window_ns=self.window,
-                                 connection_slice=(partition.index, partition.count))
+                                 connection_slice=(partition.index, partition.count),
+                                 shared_apis=TOPIC_NAMING_APIS if records_view else None)
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
         for ex in exchanges:

@@ -170,3 +170,16 @@ def test_tcpflow_dump_pair(tmp_path):
 def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
     out = run(tmp_path, b"hello, this is not a capture", name="notes.txt")
     assert [e.status for e in out] == ["capture_error"]
+
+
+def test_connection_slices_partition_the_exchanges_and_can_share_some_apis(samples):
+    capture = samples / "tansu_confluent_kafka_all_codecs.pcap"
+    whole = sorted((e.connection_id, e.correlation_id) for e in read_capture(capture))
+    sliced = [list(read_capture(capture, connection_slice=(i, 3))) for i in range(3)]
+    assert sorted((e.connection_id, e.correlation_id) for part in sliced for e in part) == whole
+    metadata = sorted((e.connection_id, e.correlation_id) for e in read_capture(capture, apis={3}))
+    for i in range(3):
+        shared = list(read_capture(capture, apis={0, 1, 3}, connection_slice=(i, 3), shared_apis={3}))
+        assert sorted((e.connection_id, e.correlation_id) for e in shared if e.api_key == 3) == metadata
+        own = {(e.connection_id, e.correlation_id) for e in sliced[i] if e.api_key in (0, 1)}
+        assert {(e.connection_id, e.correlation_id) for e in shared if e.api_key in (0, 1)} == own
