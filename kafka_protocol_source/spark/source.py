@@ -4,8 +4,8 @@ The driver parses options, expands paths and plans partitions: one per file, and
 larger than ``splitSize`` are shared by several partitions, each taking the TCP connections that
 hash to it, so one big capture also uses every core while connections stay whole. Executors
 read with ``read_capture`` (parsers built lazily there, cached per process) and yield Arrow
-batches. Filters on api_key / api_name / request_time are pushed into the capture reader so
-bodies of other exchanges are never decoded.
+batches. A pushdown reader (api_key / api_name / request_time filters go into the capture reader,
+so other exchanges are never decoded) is written but off behind ``PUSH_FILTERS``: see there.
 """
 
 from __future__ import annotations
