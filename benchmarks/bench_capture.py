@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "capture"
 from kafka_protocol_source import read_capture  # noqa: E402
 from kafka_protocol_source.capture import TcpSegment, read_packets  # noqa: E402
 from kafka_protocol_source.tcp import reassemble  # noqa: E402
+from tests.spark.bigcapture import with_client  # noqa: E402 - the client rewrite bench_spark uses too
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_captures"
 # broker ports of the capture being measured: 9092 for crafted captures, the samples' for --samples
@@ -120,11 +121,7 @@ def build_capture_from_samples(path: Path, size_mb: int) -> list[int]:
             client_ip = bytes((10, copy >> 16 & 255, copy >> 8 & 255, copy & 255))
             start = frames[0][0]
             for ns, frame in frames:
-                f = bytearray(frame)
-                if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
-                    tcp = 14 + (f[14] & 0xF) * 4
-                    to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == port
-                    f[26 + 4 * to_broker:30 + 4 * to_broker] = client_ip  # src if to the broker, else dst
+                f = with_client(frame, port, client_ip)
                 t = ts_shift + (ns - start) // 1000
                 out.write(rec.pack(t // 10**6 + 1_700_000_000, t % 10**6, len(f), len(f)))
                 out.write(f)

@@ -33,17 +33,23 @@ def replicate(source: Path, target: Path, copies: int | None = None, size_bytes:
         while (copies is not None and n < copies) or (size_bytes is not None and written < size_bytes):
             client_ip = bytes((10, n >> 16 & 255, n >> 8 & 255, n & 255))
             for t, frame in packets:
-                f = bytearray(frame)
-                if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
-                    tcp = 14 + (f[14] & 0xF) * 4
-                    to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == broker_port
-                    f[26 + 4 * to_broker:30 + 4 * to_broker] = client_ip  # src if to the broker, else dst
+                f = with_client(frame, broker_port, client_ip)
                 us = t - start + n * span + 1_700_000_000 * 10**6
                 out.write(_RECORD.pack(us // 10**6, us % 10**6, len(f), len(f)))
                 out.write(f)
                 written += 16 + len(f)
             n += 1
     return n
+
+
+def with_client(frame: bytes, broker_port: int, client_ip: bytes) -> bytes:
+    """An Ethernet/IPv4/TCP frame with the client's address replaced (src towards the broker, else dst)."""
+    f = bytearray(frame)
+    if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
+        tcp = 14 + (f[14] & 0xF) * 4
+        to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == broker_port
+        f[26 + 4 * to_broker:30 + 4 * to_broker] = client_ip
+    return bytes(f)
 
 
 def _broker_port(data: bytes) -> int:
