@@ -3,7 +3,7 @@
 Two layers, both plain frozen dataclasses with no construct or Spark in sight:
 
 * ``MessageDef`` / ``FieldDef``: a message as the spec states it, across all versions
-  (what the JSON front-end and, later, the krammar front-end lower into).
+  (what the JSON front-end and the krammar front-end both lower into).
 * ``Struct`` / ``Field``: the same message resolved at ONE version (``resolve.py``), with
   every version question already answered, so a parser built from it has no version branches.
 """
@@ -19,18 +19,28 @@ from .versions import NONE, VersionRange
 PRIMITIVES = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
     "string", "bytes", "uuid", "records",
+    # record-level types with zigzag varint encodings; only krammar definitions spell these
+    "varint", "varlong", "varint-string", "varint-bytes",
 })
+ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})  # a negative varint length is null
 
 
 @dataclass(frozen=True, slots=True)
 class TypeRef:
-    """``int32``, ``[]int32``, ``Topic`` or ``[]Topic`` from a spec's ``type`` attribute."""
+    """``int32``, ``[]int32``, ``Topic`` or ``[]Topic`` from a spec's ``type`` attribute.
+
+    ``varint_count``: the array's element count is a zigzag varint (krammar's ``varint[T]``),
+    not an int32 or, in flexible versions, a compact uvarint.
+    """
 
     name: str  # primitive or struct name, without the array prefix
     is_array: bool = False
+    varint_count: bool = False
 
     @classmethod
     def parse(cls, text: str) -> TypeRef:
+        if text.startswith("varint[]"):
+            return cls(text[8:], True, True)
         if text.startswith("[]"):
             return cls(text[2:], True)
         return cls(text, False)
@@ -40,7 +50,7 @@ class TypeRef:
         return self.name in PRIMITIVES
 
     def __str__(self) -> str:
-        return ("[]" if self.is_array else "") + self.name
+        return ("varint[]" if self.varint_count else "[]" if self.is_array else "") + self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,9 @@ class FieldDef:
     ignorable: bool = False
     zero_copy: bool = False
     fields: tuple[FieldDef, ...] = ()  # inline struct definition, if any
+    # krammar's ``length-field-minus``: raw bytes whose size is an earlier field's value minus N
+    # (RecordBatch's Records); the type is then ``bytes``.
+    length_from: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +126,8 @@ class Field:
     element: str | Struct | None = None
     struct: Struct | None = None
     path: str = ""  # dotted spec path inside the message, for messages and errors
+    varint_count: bool = False  # arrays: zigzag varint element count (``varint[T]``)
+    length_from: tuple[str, int] | None = None  # (snake_case name of an earlier field, minus)
 
 
 @dataclass(frozen=True, slots=True)

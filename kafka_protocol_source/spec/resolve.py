@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir import FieldDef, MessageDef, Field, Struct
+from .ir import ALWAYS_NULLABLE, FieldDef, MessageDef, Field, Struct
 from .names import snake_case
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-_INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32"})
+_INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32", "varint", "varlong"})
 
 
 class SpecError(ValueError):
@@ -54,16 +54,21 @@ def _resolve_struct(name, fields, version, flexible, structs, path) -> Struct:
                 raise SpecError(f"{path}.{fd.name} is tagged at v{version} but has no tag number")
             tagged.append(resolved)
         else:
+            if resolved.length_from is not None:
+                _check_length_source(resolved, regular)
             regular.append(resolved)
     tagged.sort(key=lambda f: f.tag)
     return Struct(name=name, fields=tuple(regular), tagged=tuple(tagged), flexible=flexible)
 
 
 def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
-    nullable = version in fd.nullable_versions
+    nullable = version in fd.nullable_versions or fd.type.name in ALWAYS_NULLABLE and not fd.type.is_array
     compact = flexible if fd.flexible_versions is None else version in fd.flexible_versions
     tag = fd.tag if (flexible and version in fd.tagged_versions) else None
     common = dict(name=snake_case(fd.name), spec_name=fd.name, nullable=nullable, compact=compact, tag=tag, path=path)
+    if fd.length_from is not None:
+        source, minus = fd.length_from
+        return Field(kind="bytes", default=b"", length_from=(snake_case(source), minus), **common)
     type_name = fd.type.name
     if fd.type.is_primitive:
         element = type_name
@@ -74,11 +79,17 @@ def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
         element = _resolve_struct(type_name, body, version, flexible, structs, path)
     if fd.type.is_array:
         default = None if fd.default == "null" else []
-        return Field(kind="array", element=element, default=default, **common)
+        return Field(kind="array", element=element, default=default, varint_count=fd.type.varint_count, **common)
     if isinstance(element, Struct):
         default = None if fd.default == "null" else struct_default(element)
         return Field(kind="struct", struct=element, default=default, **common)
     return Field(kind=type_name, default=_primitive_default(type_name, fd.default, nullable, path), **common)
+
+
+def _check_length_source(field: Field, earlier: list[Field]) -> None:
+    source = field.length_from[0]
+    if not any(f.name == source and f.kind in _INTS for f in earlier):
+        raise SpecError(f"{field.path}: its length comes from {source!r}, which is not an integer field before it")
 
 
 def struct_default(struct: Struct) -> dict[str, Any]:
@@ -99,10 +110,10 @@ def _primitive_default(type_name: str, text: str | None, nullable: bool, path: s
             return text == "true"
     except ValueError as e:
         raise SpecError(f"{path}: bad default {text!r} for {type_name}") from e
-    if type_name == "string":
+    if type_name in ("string", "varint-string"):
         return text or ""
     if type_name == "uuid":
         return ZERO_UUID
-    if type_name == "bytes":
+    if type_name in ("bytes", "varint-bytes"):
         return b""
     return None  # records
