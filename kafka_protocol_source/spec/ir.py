@@ -90,7 +90,7 @@ class MessageDef:
     valid_versions: VersionRange
     flexible_versions: VersionRange
     fields: tuple[FieldDef, ...]
-    common_structs: tuple[StructDef, ...] = ()
+    common_structs: tuple[StructDef, ...] = ()  # a lookup table: kept sorted by name (see below)
     latest_version_unstable: bool = False
     deprecated_versions: VersionRange = NONE
     listeners: tuple[str, ...] = ()
@@ -103,6 +103,9 @@ class MessageDef:
             if self.kind == suffix.lower() and name.endswith(suffix):
                 name = name[: -len(suffix)]
         object.__setattr__(self, "api_name", name)  # ``ProduceRequest`` -> ``Produce``
+        # Order carries no meaning (JSON files list shared structs in any order; krammar must
+        # define them before use), so both front-ends give equal IR for the same structs.
+        object.__setattr__(self, "common_structs", tuple(sorted(self.common_structs, key=lambda s: s.name)))
 
 
 # --- resolved at one version ------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""A definition's first line: ``Name =>`` and its modifiers, read into a ``Definition``.
+
+Requests: ``key N, max version M`` first (the seed), then in this order the optional
+``min version K``, ``flexible vN+`` (franz-go), ``latest unstable``, ``deprecated vR``,
+``listeners a b`` (extensions for the IR), and one of ``admin`` / ``group coordinator`` /
+``txn coordinator`` (the seed). Responses take no modifier. ``not top level`` comes first for
+every other struct, then ``with version field`` or ``no encoding`` (the seed), then the
+extensions ``data`` / ``header`` with ``max version``, ``min version`` and ``flexible``, or
+``for A B`` naming the messages a shared struct belongs to. A definition with no modifiers at all
+(the seed's ``SimpleType =>`` examples) is a plain named struct.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .syntax import Definition, KrammarError, Position
+from .words import VERSIONS, parse_versions
+
+_HEADER = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*) =>(?: (?P<mods>\S.*))?")
+_ROUTING = ("admin", "group coordinator", "txn coordinator")
+
+# (attribute, pattern) in the order they may appear; a pattern's group 1 is the value.
+_REQUEST = (
+    ("api_key", re.compile(r"key (\d+)")),
+    ("max_version", re.compile(r"max version (\d+)")),
+    ("min_version", re.compile(r"min version (\d+)")),
+    ("flexible", re.compile(rf"flexible ({VERSIONS})")),
+    ("latest_unstable", re.compile(r"(latest unstable)")),
+    ("deprecated", re.compile(rf"deprecated ({VERSIONS})")),
+    ("listeners", re.compile(r"listeners ([A-Za-z]+(?: [A-Za-z]+)*)")),
+    ("routing", re.compile(r"(admin|group coordinator|txn coordinator)")),
+)
+_STRUCT = (
+    ("encoding", re.compile(r"(with version field|no encoding)")),
+    ("message_kind", re.compile(r"(data|header)")),
+    ("max_version", re.compile(r"max version (\d+)")),
+    ("min_version", re.compile(r"min version (\d+)")),
+    ("flexible", re.compile(rf"flexible ({VERSIONS})")),
+    ("owners", re.compile(r"for ([A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*)")),
+)
+
+
+def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) -> Definition:
+    def fail(message: str, column: int):
+        raise KrammarError(message, number, column + 1, source)
+
+    match = _HEADER.fullmatch(line)
+    if match is None:
+        name = re.match(r"[A-Za-z][A-Za-z0-9]*", line)
+        if name and line[name.end():].startswith(":"):
+            fail("top-level definitions have no colon after their name; only fields do", name.end())
+        fail(f"expected a definition 'Name =>' at the start of the line, found {line!r}", 0)
+    name, mods = match.group("name"), match.group("mods")
+    at = Position(number, 1)
+    items = _split(mods, match.start("mods")) if mods else []
+    if items and items[0][0] == "not top level":
+        values = _match_in_order(items[1:], _STRUCT, fail, "not top level")
+        return _struct(name, at, comment, values, items, fail)
+    if name.endswith("Response"):
+        if items:
+            fail("a response takes no modifiers: it shares its request's", items[0][1])
+        return Definition(name, "response", at, comment=comment)
+    if not items:
+        return Definition(name, "struct", at, comment=comment)  # the seed's plain ``SimpleType =>``
+    if not items[0][0].startswith("key "):
+        fail(f"a request's first modifier is 'key N' ('not top level' for other structs), not {items[0][0]!r}",
+             items[0][1])
+    if not name.endswith("Request"):
+        fail(f"a request's name ends in Request; {name} does not (or mark it 'not top level')", 0)
+    values = _match_in_order(items, _REQUEST, fail, "a request")
+    if "max_version" not in values:
+        fail("a request's second modifier is 'max version M'", items[1][1] if len(items) > 1 else len(line))
+    return Definition(
+        name, "request", at, comment=comment, api_key=int(values["api_key"]),
+        max_version=int(values["max_version"]), min_version=int(values.get("min_version", 0)),
+        flexible=parse_versions(values["flexible"]) if "flexible" in values else None,
+        latest_unstable="latest_unstable" in values,
+        deprecated=parse_versions(values["deprecated"]) if "deprecated" in values else None,
+        listeners=tuple(values["listeners"].split()) if "listeners" in values else (),
+        routing=values.get("routing"),
+    )
+
+
+def _struct(name, at, comment, values, items, fail) -> Definition:
+    kind = values.get("message_kind")
+    versioned = [k for k in ("max_version", "min_version", "flexible") if k in values]
+    if kind is None and versioned:
+        column = next(c for text, c in items if text.startswith(("max version", "min version", "flexible")))
+        fail(f"only a 'data' or 'header' struct has versions ({versioned[0].replace('_', ' ')})", column)
+    if kind is not None and "max_version" not in values:
+        fail(f"a {kind} struct needs 'max version M'", items[-1][1])
+    if kind is not None and "owners" in values:
+        fail(f"a {kind} struct is a message of its own; 'for' is for shared structs", items[-1][1])
+    encoding = values.get("encoding")
+    return Definition(
+        name, "struct", at, comment=comment, message_kind=kind,
+        max_version=int(values["max_version"]) if "max_version" in values else None,
+        min_version=int(values.get("min_version", 0)),
+        flexible=parse_versions(values["flexible"]) if "flexible" in values else None,
+        with_version_field=encoding == "with version field", no_encoding=encoding == "no encoding",
+        owners=tuple(values["owners"].split()) if "owners" in values else (),
+    )
+
+
+def _split(mods: str, start: int) -> list[tuple[str, int]]:
+    """Comma-separated modifiers with their 0-based columns."""
+    items, column = [], start
+    for item in mods.split(", "):
+        items.append((item, column))
+        column += len(item) + 2
+    return items
+
+
+def _match_in_order(items, patterns, fail, what: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    next_allowed = 0
+    for text, column in items:
+        for i, (key, pattern) in enumerate(patterns):
+            match = pattern.fullmatch(text)
+            if match is None:
+                continue
+            if i < next_allowed:
+                fail(f"modifier {text!r} is out of order or repeated for {what}", column)
+            if key == "routing" and text not in _ROUTING:
+                break
+            values[key] = match.group(1)
+            next_allowed = i + 1
+            break
+        else:
+            if text.startswith("flexible") or text.startswith("deprecated"):
+                fail(f"{text!r}: versions are written like v3+ or v8-v9", column)
+            fail(f"unknown modifier {text!r} for {what}", column)
+    return values

@@ -1,0 +1,53 @@
+"""krammar's spelling of the small things: names, version ranges, the primitive type names.
+
+Versions are written ``v3+`` or ``v8-v9`` (the seed's ``v\\d+(\\+|-v\\d+)``), and ``none`` where
+an extension needs an empty range; ``spec.versions`` spells the same ranges ``3+`` / ``8-9``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..versions import NONE, OPEN_END, VersionRange
+
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+VERSIONS = r"v\d+(?:\+|-v\d+)"
+_VERSIONS = re.compile(r"v(\d+)(?:(\+)|-v(\d+))")
+
+# Type names a field may use; nullable-string / nullable-bytes are "nullable-" + string / bytes.
+PRIMITIVES = frozenset({
+    "bool", "int8", "int16", "uint16", "int32", "int64", "uint32", "float64", "varint", "varlong",
+    "uuid", "string", "bytes", "records", "varint-string", "varint-bytes",
+})
+NULLABLE_PRIMITIVES = frozenset({"string", "bytes", "records"})
+ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})
+
+
+def parse_versions(text: str) -> VersionRange | None:
+    """``v3+`` -> 3+, ``v8-v9`` -> 8-9, ``none`` -> none; None if ``text`` is not a range."""
+    if text == "none":
+        return NONE
+    match = _VERSIONS.fullmatch(text)
+    if match is None:
+        return None
+    low = int(match.group(1))
+    high = OPEN_END if match.group(2) else int(match.group(3))
+    if high < low:
+        return None
+    return VersionRange(low, high)
+
+
+def format_versions(versions: VersionRange) -> str:
+    if versions.empty:
+        return "none"
+    if versions.high == OPEN_END:
+        return f"v{versions.low}+"
+    return f"v{versions.low}-v{versions.high}"
+
+
+def default_struct_name(parent: str, field: str, is_array: bool) -> str:
+    """The name an anonymous struct gets without a hint (franz-go's rule): the enclosing struct's
+    name plus the field's, made singular for arrays by dropping one trailing ``s``."""
+    if is_array and field.endswith("s"):
+        field = field[:-1]
+    return parent + field
