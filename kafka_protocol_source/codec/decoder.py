@@ -152,7 +152,7 @@ class Decoder:
 
 @lru_cache(maxsize=8)
 def decoder_for(specs: str | None = None, compiled: bool = True) -> Decoder:
-    """One decoder per spec directory per process (``None``: the bundled specs)."""
+    """One decoder per spec directory or krammar file per process (``None``: the bundled specs)."""
     return Decoder(registry_for(specs), compiled)
 
 

@@ -1,8 +1,9 @@
 """The set of message definitions one decoder works from.
 
-A registry is built from one directory: the project's ``specs/`` (the default, shipped inside
-the package) or any directory of upstream Kafka JSON definitions, so a newer or forked protocol
-decodes without a release of ours. Resolution at a version is cached per registry.
+A registry is built from the project's ``specs/`` (the default, shipped inside the package), any
+directory of upstream Kafka JSON definitions, or one krammar file (``specs/kafka.krammar`` or a
+user's own), so a newer or forked protocol decodes without a release of ours. Resolution at a
+version is cached per registry.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from pathlib import Path
 
 from .ir import MessageDef, Struct
 from .json_frontend import load_message
+from .krammar import load_krammar
 from .resolve import resolve
 
 DEFAULT_SPECS = Path(__file__).resolve().parent.parent / "specs"
+HEADERS = ("RequestHeader", "ResponseHeader")
 
 
 class SpecRegistry:
@@ -26,11 +29,31 @@ class SpecRegistry:
         self._resolved: dict[tuple[str, int], Struct] = {}
 
     @classmethod
+    def from_path(cls, path: str | Path) -> SpecRegistry:
+        """A directory of JSON definitions, or a krammar file."""
+        path = Path(path)
+        if path.is_file():
+            return cls.from_krammar(path)
+        if not path.is_dir():
+            raise FileNotFoundError(f"no such spec directory or krammar file: {path}")
+        return cls.from_directory(path)
+
+    @classmethod
+    def from_krammar(cls, path: str | Path) -> SpecRegistry:
+        messages = load_krammar(path)
+        missing = [name for name in HEADERS if name not in messages]
+        if missing:
+            raise ValueError(f"{path} does not define {' or '.join(missing)}, which every frame starts with: "
+                             "copy their definitions from the bundled specs/kafka.krammar")
+        return cls(messages, str(path))
+
+    @classmethod
     def from_directory(cls, directory: str | Path) -> SpecRegistry:
         directory = Path(directory)
         files = sorted(directory.glob("*.json"))
         if not files:
-            raise FileNotFoundError(f"no message definitions (*.json) in {directory}")
+            raise FileNotFoundError(f"no message definitions (*.json) in {directory} (a krammar file is "
+                                    "given by its own path)")
         messages = {}
         for path in files:
             message = load_message(path)
@@ -71,6 +94,6 @@ class SpecRegistry:
 
 
 @lru_cache(maxsize=8)
-def registry_for(directory: str | None = None) -> SpecRegistry:
-    """One registry per spec directory per process (``None``: the bundled specs)."""
-    return SpecRegistry.from_directory(directory or DEFAULT_SPECS)
+def registry_for(specs: str | None = None) -> SpecRegistry:
+    """One registry per spec directory or krammar file per process (``None``: the bundled specs)."""
+    return SpecRegistry.from_path(specs or DEFAULT_SPECS)
