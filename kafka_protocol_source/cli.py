@@ -1,6 +1,6 @@
 """The ``kafka-wire`` command: a traffic report, or any SQL, over captures, through Spark.
 
-    kafka-wire report PATH... [--ports 9092,9093] [--top 10]
+    kafka-wire report PATH... [--ports 9092,9093] [--top 10] [--specs DIR_OR_KRAMMAR_FILE]
     kafka-wire sql PATH... "SELECT api_name, count(*) FROM traffic GROUP BY 1"
 
 Both read the captures with the ``kafka-wire`` data source and register the views ``traffic``
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("paths", nargs="+", help="captures, then the query as the last argument")
     for p in (report, sql):
         p.add_argument("--ports", default="9092", help="broker ports, comma-separated (default 9092)")
+        p.add_argument("--specs", help="message definitions to decode with: a directory of Kafka JSON files "
+                                       "or a krammar file (default: the bundled specs)")
         p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="any other kafka-wire read option (repeatable)")
         p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
@@ -64,11 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.paths) < 2:
             parser.error("sql needs at least one path and a query")
         args.paths, args.query = args.paths[:-1], args.paths[-1]
+    if args.specs:
+        from .spec.registry import registry_for  # noqa: PLC0415
+
+        try:  # before starting Spark: a definition error is one line, not a JVM stack trace
+            registry_for(args.specs)
+        except (OSError, ValueError) as e:
+            print(f"kafka-wire: --specs: {e}", file=sys.stderr)
+            return 2
     if not _java_available():
         print("kafka-wire needs Java (17 or newer) for Spark: install a JDK, e.g. "
               "'apt-get install openjdk-17-jre-headless', or set JAVA_HOME.", file=sys.stderr)
         return 2
-    options = {"ports": args.ports, **dict(o.split("=", 1) for o in args.option)}
+    options = {"ports": args.ports, **({"specs": args.specs} if args.specs else {}),
+               **dict(o.split("=", 1) for o in args.option)}
     spark = _session(args.master)
     try:
         _register_views(spark, args.paths, options)

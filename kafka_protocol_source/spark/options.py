@@ -29,7 +29,7 @@ OPTION_DOC = {
     "detectKafka": "true (default): also find Kafka on other ports by decoding first requests",
     "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
     "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
-    "specs": "directory of Kafka JSON message definitions to decode with (default: bundled)",
+    "specs": "directory of Kafka JSON message definitions, or a krammar file, to decode with (default: bundled)",
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
     "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
@@ -64,7 +64,10 @@ class ReadOptions:
     @classmethod
     def parse(cls, options) -> ReadOptions:
         opts = {k.lower(): v for k, v in dict(options).items()}
-        registry = decoder_for(opts.get("specs")).registry
+        try:
+            registry = decoder_for(opts.get("specs")).registry
+        except (OSError, ValueError) as e:  # a missing path, or a definition that does not parse
+            raise OptionError(f"specs: {e}") from e
         view = opts.get("view", "exchanges").lower()
         if view not in VIEWS:
             raise OptionError(f"unknown view {view!r}: use one of {', '.join(VIEWS)}")

@@ -10,10 +10,12 @@ from collections import Counter
 import pytest
 
 from kafka_protocol_source.cli import REPORT_QUERIES
+from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 
 from .expected import TANSU_CONFLUENT, exchanges
 
 
+KRAMMAR = DEFAULT_SPECS / "kafka.krammar"
 SQL = ("SELECT (SELECT count(*) FROM traffic WHERE api_name = 'Produce') AS produce_requests, "
        "(SELECT count(*) FROM records WHERE direction = 'produce') AS produced_records")
 
@@ -33,7 +35,8 @@ def finish(process) -> subprocess.CompletedProcess:
 def commands():
     """Each command once, one after the other (a JVM each; run together they only compete for the cores)."""
     report = finish(start("report", str(TANSU_CONFLUENT)))
-    return {"report": report, "sql": finish(start("sql", str(TANSU_CONFLUENT), SQL))}
+    # sql decodes with the krammar rendering of the specs: the same answers prove --specs reached the reader
+    return {"report": report, "sql": finish(start("sql", str(TANSU_CONFLUENT), SQL, "--specs", str(KRAMMAR)))}
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +77,13 @@ def test_without_java_one_clear_line_and_exit_code_2(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs Java" in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_bad_specs_file_is_one_line_naming_line_and_column(tmp_path):
+    bad = tmp_path / "bad.krammar"
+    bad.write_text("FooRequest => key 0, max version 1\n  Field: int33\n\nFooResponse =>\n  X: int8\n")
+    result = subprocess.run([sys.executable, "-m", "kafka_protocol_source.cli", "report", str(TANSU_CONFLUENT),
+                             "--specs", str(bad)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"kafka-wire: --specs: {bad}:2:10: unknown type 'int33' " \
+                                    "(named structs must be defined before they are used)"
