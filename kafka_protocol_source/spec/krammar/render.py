@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from ..ir import ALWAYS_NULLABLE, FieldDef, MessageDef, StructDef
 from ..versions import NONE, OPEN_END
-from .words import default_struct_name, format_versions
+from .words import NULLABLE_PRIMITIVES, default_struct_name, format_versions
 
 ALL_LOW = 0
 
@@ -145,8 +145,8 @@ def _type(field: FieldDef, parent: str) -> str:
     t = field.type
     where = f"{parent}.{field.name}"
     if field.length_from is not None:
-        if t.name != "bytes" or t.is_array or field.default is not None:
-            raise RenderError(f"{where}: length-field-minus is plain bytes")
+        if t.name != "bytes" or t.is_array or field.default is not None or not field.nullable_versions.empty:
+            raise RenderError(f"{where}: length-field-minus is plain bytes, never null, with no default")
         source, minus = field.length_from
         return f"length-field-minus => {source} - {minus}"
     nullable = field.nullable_versions
@@ -167,6 +167,8 @@ def _type(field: FieldDef, parent: str) -> str:
         if nullable != field.versions:
             raise RenderError(f"{where}: {t.name} is nullable in exactly its field's versions")
     elif not nullable.empty:
+        if t.is_primitive and t.name not in NULLABLE_PRIMITIVES:
+            raise RenderError(f"{where}: {t.name} cannot be null in krammar")
         core = f"nullable{written_nullable}{core}" if field.fields else f"nullable-{core}{written_nullable}"
     if field.default is not None:
         if "(" in field.default or ")" in field.default:
