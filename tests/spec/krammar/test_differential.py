@@ -95,3 +95,21 @@ def test_an_edited_krammar_file_is_what_decodes(tmp_path):
     s = sample("tansu_confluent_kafka_all_codecs")
     produce = [e for e in read_capture(s.path, ports=(s.broker_port,), specs=str(edited)) if e.api_name == "Produce"]
     assert produce and all("required_acks" in e.request and "acks" not in e.request for e in produce)
+
+
+UPSTREAM = DEFAULT_SPECS.resolve().parents[1] / "shared"
+
+
+@pytest.mark.parametrize("directory", ["kafka-message-specs", "kafka-message-specs-4x"])
+def test_upstream_json_directories_render_to_krammar_and_back(directory, tmp_path):
+    """Apache Kafka's own files, read directly (with their comments), not through our importer."""
+    source = UPSTREAM / directory
+    if not source.exists():
+        pytest.skip("upstream definitions not beside the checkout")
+    out = tmp_path / "upstream.krammar"
+    assert krammar_main([str(source), "--out", str(out)]) == 0
+    upstream = SpecRegistry.from_directory(source)
+    rendered = SpecRegistry.from_path(out)
+    assert sorted(rendered.messages) == sorted(upstream.messages)
+    for name, message in upstream.messages.items():
+        assert rendered.message(name) == message, name
