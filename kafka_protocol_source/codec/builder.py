@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
-from ..spec.ir import Field, Struct
+from ..spec.ir import ALWAYS_NULLABLE, Field, Struct
 from . import constructs as k
 
 _FIXED_SIZE = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
                "int64": 8, "float64": 8, "uuid": 16}
+# Record-level types whose size never depends on ``compact``: a varint, or a varint length, is 1+ bytes.
+_VARINT_KINDS = frozenset({"varint", "varlong", "varint-string", "varint-bytes"})
 
 
 def build_parser(struct: Struct) -> k.Struct:
@@ -29,17 +31,24 @@ def _field(field: Field, tagged: bool):
         if isinstance(element, Struct):
             parser = _struct(element)
         else:
-            parser = k.Primitive(element, nullable=False, compact=field.compact)
-        return k.Array(parser, field.nullable, field.compact, min_size_of_element(element, field.compact))
+            parser = k.Primitive(element, nullable=element in ALWAYS_NULLABLE, compact=field.compact)
+        return k.Array(parser, field.nullable, field.compact, min_size_of_element(element, field.compact),
+                       field.varint_count)
     if field.kind == "struct":
         parser = _struct(field.struct)
         return k.NullableStruct(parser, tagged) if field.nullable else parser
+    if field.length_from is not None:
+        if tagged:  # a tagged value is parsed on its own, away from the struct holding its source
+            raise ValueError(f"{field.path}.{field.spec_name}: a length-field-minus field cannot be tagged")
+        return k.SizedBytes(*field.length_from)
     return k.Primitive(field.kind, field.nullable, field.compact)
 
 
 def min_size_of_element(element: str | Struct, compact: bool) -> int:
     if isinstance(element, Struct):
         return min_struct_size(element)
+    if element in _VARINT_KINDS:
+        return 1
     return _FIXED_SIZE.get(element, 1 if compact else 2)
 
 
@@ -48,9 +57,13 @@ def min_struct_size(struct: Struct) -> int:
     size = 1 if struct.flexible else 0  # empty tag section
     for f in struct.fields:
         if f.kind == "array":
-            size += 1 if f.compact else 4
+            size += 1 if f.compact or f.varint_count else 4
         elif f.kind == "struct":
             size += 1 if f.nullable else min_struct_size(f.struct)
+        elif f.length_from is not None:
+            pass  # may be empty
+        elif f.kind in _VARINT_KINDS:
+            size += 1
         elif f.kind in _FIXED_SIZE:
             size += _FIXED_SIZE[f.kind]
         elif f.kind == "string":

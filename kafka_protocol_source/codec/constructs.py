@@ -5,8 +5,9 @@ construct's compiled mode only speeds up constructs that emit code; a construct 
 code calls the same ``runtime`` readers that ``_parse`` calls: compiled and interpreted parsing
 differ only in the glue, never in how bytes are read.
 
-Structs parse to plain dicts (no construct ``Container`` and no context: Kafka fields never refer
-to each other), arrays to lists. Errors are ``WireError`` carrying the field path.
+Structs parse to plain dicts (no construct ``Container``), arrays to lists. A struct hands its
+dict-so-far to its fields as the context (``r`` in emitted code); only ``SizedBytes`` looks at it,
+since Kafka's own fields never refer to each other. Errors are ``WireError`` carrying the field path.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ class Primitive(KafkaConstruct):
     def __init__(self, kind: str, nullable: bool = False, compact: bool = False):
         super().__init__()
         self.kind, self.nullable, self.compact = kind, nullable, compact
-        if kind in ("string", "bytes"):
-            name = f"read_{'compact_' if compact else ''}{kind}"
+        if kind in ("string", "bytes", "varint-string", "varint-bytes"):
+            # A varint length (krammar's record-level kinds) is the same in flexible versions: never compact.
+            compact_ = "compact_" if compact and not kind.startswith("varint") else ""
+            name = f"read_{compact_}{kind.replace('-', '_')}"
             self.expr = f"{name}(io, {nullable})"
             reader = getattr(runtime, name)
             self.read = lambda io: reader(io, nullable)
@@ -96,14 +99,37 @@ class Primitive(KafkaConstruct):
         ]
 
 
-class Array(KafkaConstruct):
-    def __init__(self, element: Construct, nullable: bool, compact: bool, min_element_size: int):
+class SizedBytes(KafkaConstruct):
+    """krammar's ``length-field-minus``: raw bytes sized by the value of an earlier field of the
+    same struct, less ``minus`` (RecordBatch's Records: ``Length - 49``)."""
+
+    def __init__(self, source: str, minus: int):
         super().__init__()
-        self.element = element
-        self.args = (nullable, compact, min_element_size)
+        self.source, self.minus = source, minus
 
     def _parse(self, stream, context, path):
-        count = runtime.read_array_count(stream, *self.args)
+        return runtime.read_sized_by(stream, context[self.source], self.source, self.minus)
+
+    def emit(self, code):
+        return f"read_sized_by(io, r[{self.source!r}], {self.source!r}, {self.minus})"
+
+
+class Array(KafkaConstruct):
+    """``varint_count``: krammar's ``varint[T]``, whose count is a zigzag varint, never compact."""
+
+    def __init__(self, element: Construct, nullable: bool, compact: bool, min_element_size: int,
+                 varint_count: bool = False):
+        super().__init__()
+        self.element = element
+        if varint_count:
+            self.read_count = lambda io: runtime.read_varint_array_count(io, nullable, min_element_size)
+            self.count_expr = f"read_varint_array_count(io, {nullable}, {min_element_size})"
+        else:
+            self.read_count = lambda io: runtime.read_array_count(io, nullable, compact, min_element_size)
+            self.count_expr = f"read_array_count(io, {nullable}, {compact}, {min_element_size})"
+
+    def _parse(self, stream, context, path):
+        count = self.read_count(stream)
         if count is None:
             return None
         items = []
@@ -119,7 +145,7 @@ class Array(KafkaConstruct):
         element = self.element._compileparse(code)
         code.append(f"""
             def parse_array_{fid}(io):
-                n = read_array_count(io, {self.args[0]}, {self.args[1]}, {self.args[2]})
+                n = {self.count_expr}
                 if n is None:
                     return None
                 return [{element} for _ in range(n)]
@@ -160,11 +186,11 @@ class Struct(KafkaConstruct):
         result = {}
         for name, sub in self.fields:
             try:
-                result[name] = sub._parse(stream, context, path)
+                result[name] = sub._parse(stream, result, path)
             except WireError as e:
                 raise e.within(name)
         if self.flexible:
-            known = {tag: (name, self._tagged_reader(sub, context, path)) for tag, name, sub, _ in self.tagged}
+            known = {tag: (name, self._tagged_reader(sub, result, path)) for tag, name, sub, _ in self.tagged}
             runtime.read_tag_section(stream, result, known, self.defaults)
         return result
 

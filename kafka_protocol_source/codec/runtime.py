@@ -86,6 +86,25 @@ def read_uvarint(io, max_bytes: int = 5) -> int:
     raise WireError(f"varint: longer than {max_bytes} bytes", start)
 
 
+def read_varint(io) -> int:
+    """Zigzag signed 32-bit varint (record-level fields): 1 to 5 bytes."""
+    return _zigzag(io, 5, 32, "varint")
+
+
+def read_varlong(io) -> int:
+    """Zigzag signed 64-bit varint: 1 to 10 bytes."""
+    return _zigzag(io, 10, 64, "varlong")
+
+
+def _zigzag(io, max_bytes: int, bits: int, what: str) -> int:
+    start = io.tell()
+    n = read_uvarint(io, max_bytes)
+    if n >> bits:
+        # Java's readVarint drops these bits; a value no int32/int64 can hold is corrupt data.
+        raise WireError(f"{what}: value does not fit in {bits} bits", start)
+    return (n >> 1) ^ -(n & 1)
+
+
 def read_uuid(io) -> str:
     h = read_exact(io, 16, "uuid").hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
@@ -103,50 +122,72 @@ def _read_sized(io, n: int, what: str, start: int) -> bytes:
     return data
 
 
-def read_string(io, nullable: bool) -> str | None:
-    start = io.tell()
-    n = read_int16(io)
+def _sized_or_null(io, n: int, start: int, nullable: bool, what: str) -> bytes | None:
+    """The ``n`` bytes after a length read at ``start``: -1 is null where ``nullable``."""
     if n < 0:
         if nullable and n == -1:
             return None
-        raise WireError(f"string: negative length {n}", start)
-    return _text(_read_sized(io, n, "string", start))
+        raise WireError(f"{what}: {'null in a non-nullable field' if n == -1 else f'negative length {n}'}", start)
+    return _read_sized(io, n, what, start)
+
+
+def _text_or_null(data: bytes | None) -> str | None:
+    return None if data is None else _text(data)
+
+
+def read_string(io, nullable: bool) -> str | None:
+    start = io.tell()
+    return _text_or_null(_sized_or_null(io, read_int16(io), start, nullable, "string"))
 
 
 def read_compact_string(io, nullable: bool) -> str | None:
     start = io.tell()
-    n = read_uvarint(io) - 1
-    if n < 0:
-        if nullable:
-            return None
-        raise WireError("compact string: null in a non-nullable field", start)
-    return _text(_read_sized(io, n, "compact string", start))
+    return _text_or_null(_sized_or_null(io, read_uvarint(io) - 1, start, nullable, "compact string"))
 
 
 def read_bytes(io, nullable: bool) -> bytes | None:
     start = io.tell()
-    n = read_int32(io)
-    if n < 0:
-        if nullable and n == -1:
-            return None
-        raise WireError(f"bytes: negative length {n}", start)
-    return _read_sized(io, n, "bytes", start)
+    return _sized_or_null(io, read_int32(io), start, nullable, "bytes")
 
 
 def read_compact_bytes(io, nullable: bool) -> bytes | None:
     start = io.tell()
-    n = read_uvarint(io) - 1
+    return _sized_or_null(io, read_uvarint(io) - 1, start, nullable, "compact bytes")
+
+
+def read_varint_string(io, nullable: bool) -> str | None:
+    """Zigzag varint length (-1: null) then UTF-8, as in record header keys; never compact."""
+    start = io.tell()
+    return _text_or_null(_sized_or_null(io, read_varint(io), start, nullable, "varint string"))
+
+
+def read_varint_bytes(io, nullable: bool) -> bytes | None:
+    start = io.tell()
+    return _sized_or_null(io, read_varint(io), start, nullable, "varint bytes")
+
+
+def read_sized_by(io, source_value: int, source: str, minus: int) -> bytes:
+    """krammar's ``length-field-minus``: bytes sized by an earlier field's value less ``minus``."""
+    n = source_value - minus
     if n < 0:
-        if nullable:
-            return None
-        raise WireError("compact bytes: null in a non-nullable field", start)
-    return _read_sized(io, n, "compact bytes", start)
+        raise WireError(f"bytes sized by {source} - {minus}: {source} is {source_value}, so the length is {n}", io.tell())
+    return _read_sized(io, n, f"bytes sized by {source} - {minus}", io.tell())
 
 
 def read_array_count(io, nullable: bool, compact: bool, min_element_size: int) -> int | None:
     """Element count of an array, or None for a null array; checked against the bytes left."""
     start = io.tell()
     n = read_uvarint(io) - 1 if compact else read_int32(io)
+    return _checked_count(io, n, start, nullable, min_element_size)
+
+
+def read_varint_array_count(io, nullable: bool, min_element_size: int) -> int | None:
+    """krammar's ``varint[T]``: the count is a zigzag varint, -1 for null, even when flexible."""
+    start = io.tell()
+    return _checked_count(io, read_varint(io), start, nullable, min_element_size)
+
+
+def _checked_count(io, n: int, start: int, nullable: bool, min_element_size: int) -> int | None:
     if n < 0:
         if nullable and n == -1:
             return None

@@ -3,7 +3,8 @@
 ``typed_body_type(registry, message, versions)`` maps the IR to a StructType: the union of the
 fields of every given version (a field absent at a row's version is null), names as decoded
 (snake_case), int8/16/32/64 -> byte/short/int/long, uint16 -> int, uint32 -> long, uuid ->
-string, bytes -> binary, records -> array of batch structs with their records, and each flexible
+string, bytes -> binary (krammar's varint/varlong/varint-string/varint-bytes likewise: int, long,
+string, binary), records -> array of batch structs with their records, and each flexible
 struct's unknown tagged fields -> map<int, binary>. Embedded structures the decoder adds
 (consumer protocol data, Envelope contents) appear beside the bytes they come from.
 Deterministic: the same specs give the same schema, field order following the specs.
@@ -24,6 +25,7 @@ _PRIMITIVE = {
     "bool": BooleanType(), "int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
     "uint16": IntegerType(), "uint32": LongType(), "float64": DoubleType(), "string": StringType(),
     "uuid": StringType(), "bytes": BinaryType(),
+    "varint": IntegerType(), "varlong": LongType(), "varint-string": StringType(), "varint-bytes": BinaryType(),
 }
 _WIDER = [ByteType(), ShortType(), IntegerType(), LongType()]
 

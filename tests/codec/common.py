@@ -19,6 +19,17 @@ def parse_both(construct, data: bytes):
     return interpreted, compiled, used_interpreted
 
 
+def decode_both(parser, data: bytes):
+    """A cached ``Parser``'s compiled and interpreted parses agree and use every byte."""
+    io = BytesIO(data)
+    compiled = parser.parse_compiled(io)
+    assert io.tell() == len(data)
+    io = BytesIO(data)
+    assert parser.interpreted._parse(io, None, "") == compiled
+    assert io.tell() == len(data)
+    return compiled
+
+
 def common(construct, data: bytes, expected) -> None:
     interpreted, compiled, used = parse_both(construct, data)
     assert interpreted == expected

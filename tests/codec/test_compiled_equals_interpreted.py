@@ -1,12 +1,11 @@
 """For every message and version in specs/: compiled and interpreted parsers agree."""
 
-from io import BytesIO
-
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafka_protocol_source import decoder_for
 
+from .common import decode_both
 from .wiregen import message_bytes
 
 DECODER = decoder_for()
@@ -18,10 +17,4 @@ CASES = [(name, v) for name, m in sorted(DECODER.registry.messages.items()) for 
 @given(data=st.data())
 def test_compiled_equals_interpreted(name, version, data):
     parser = DECODER.parsers.get(name, version)
-    wire = data.draw(message_bytes(DECODER.registry.resolved(name, version)))
-    io = BytesIO(wire)
-    compiled = parser.parse_compiled(io)
-    assert io.tell() == len(wire)
-    io = BytesIO(wire)
-    assert parser.interpreted._parse(io, None, "") == compiled
-    assert io.tell() == len(wire)
+    decode_both(parser, data.draw(message_bytes(DECODER.registry.resolved(name, version))))
