@@ -4,7 +4,7 @@ decoding them: its varint encoder and its v2 batch builder, the independent sour
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import encode_varint
 
-from kafka_protocol_source.spec.ir import FieldDef, MessageDef, TypeRef
+from kafka_protocol_source.spec.ir import ALWAYS_NULLABLE, FieldDef, MessageDef, TypeRef
 from kafka_protocol_source.spec.versions import NONE, VersionRange
 
 ALL = VersionRange.parse("0+")
@@ -22,6 +22,7 @@ def sized(data: bytes | None) -> bytes:
 
 
 def field(name: str, type_: str, *, nullable: bool = False, fields=(), length_from=None) -> FieldDef:
+    nullable = nullable or type_ in ALWAYS_NULLABLE  # as the krammar front-end writes them
     return FieldDef(name, TypeRef.parse(type_), ALL, nullable_versions=ALL if nullable else NONE,
                     fields=tuple(fields), length_from=length_from)
 
