@@ -17,7 +17,7 @@ from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
 from .embedded import decode_embedded
 from .errors import DecodeError, TrailingBytes, Truncated, WireError
-from .runtime import remaining
+from .runtime import active_decoder, remaining
 
 _API_KEY_VERSION = struct.Struct(">hh")
 
@@ -125,6 +125,13 @@ class Decoder:
         return self._parse(BytesIO(data), name, version, where, whole=whole)
 
     def _parse(self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False) -> dict:
+        token = active_decoder.set(self)
+        try:
+            return self._parse_with(io, name, version, where, whole)
+        finally:
+            active_decoder.reset(token)
+
+    def _parse_with(self, io: BytesIO, name: str, version: int, where: dict, whole: bool) -> dict:
         parser = self.parsers.get(name, version)
         start = io.tell()
         try:

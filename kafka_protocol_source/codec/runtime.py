@@ -13,7 +13,13 @@ before a single element is built.
 from __future__ import annotations
 
 import struct
+from contextvars import ContextVar
+
 from .errors import Truncated, WireError
+
+# The Decoder whose parse is running: control records inside a ``records`` field decode their
+# KRaft data with the same definitions as the message around them (a krammar file, say).
+active_decoder: ContextVar = ContextVar("kafka_wire_active_decoder", default=None)
 
 _I8 = struct.Struct(">b").unpack
 _I16 = struct.Struct(">h").unpack
@@ -278,5 +284,5 @@ def _decode_records(data: bytes):
     from .decoder import decoder_for  # noqa: PLC0415 - control record data is spec-defined
     from .embedded import decode_control_data  # noqa: PLC0415
 
-    decoder = decoder_for()
+    decoder = active_decoder.get() or decoder_for()
     return decode_records(data, decode_control=lambda type_id, value: decode_control_data(decoder, type_id, value))

@@ -99,3 +99,38 @@ def test_malformed_control_records(key, value, message):
     control = batch["records"][0]["control"]
     assert message in control["error"]
     assert batch["records"][0]["key"] == key
+
+
+def test_control_data_is_read_with_the_definitions_of_the_message_around_it(tmp_path):
+    """A records field decoded by a decoder built from an edited krammar file reads its KRaft
+    control data with that file's LeaderChangeMessage, not the bundled one."""
+    import io
+
+    from kio.schema.leader_change_message.v0.data import LeaderChangeMessage
+    from kio.serial import entity_writer
+
+    from kafka_protocol_source.codec.decoder import Decoder, decoder_for
+
+    def kio_bytes(entity) -> bytes:
+        buffer = io.BytesIO()
+        entity_writer(type(entity))(buffer, entity)
+        return buffer.getvalue()
+
+    from kafka_protocol_source.spec.registry import DEFAULT_SPECS, SpecRegistry
+
+    krammar = (DEFAULT_SPECS / "kafka.krammar").read_text()
+    leader_change = krammar.index("LeaderChangeMessage => not top level")
+    edited = krammar[:leader_change] + krammar[leader_change:].replace("  LeaderId: int32", "  Leader: int32", 1)
+    edited += "\nHolder => not top level, data, max version 0\n  Records: records\n"
+    path = tmp_path / "edited.krammar"
+    path.write_text(edited)
+    value = kio_bytes(LeaderChangeMessage(version=0, leader_id=3, voters=(), granting_voters=()))
+    batch = kraft_batch(2, value)
+    holder = struct.pack(">i", len(batch)) + batch
+
+    mine = Decoder(SpecRegistry.from_path(path)).parse_message("Holder", 0, holder)
+    assert mine["records"][0]["records"][0]["control"]["data"] == {
+        "version": 0, "leader": 3, "voters": [], "granting_voters": []}
+    [bundled] = decode_records(batch, decode_control=lambda t, v: decoder_for().parse_message(
+        "LeaderChangeMessage", 0, v))
+    assert bundled["records"][0]["control"]["data"]["leader_id"] == 3
