@@ -21,11 +21,14 @@ _HEADER = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*) =>(?: (?P<mods>\S.*))?")
 _ROUTING = ("admin", "group coordinator", "txn coordinator")
 
 # (attribute, pattern) in the order they may appear; a pattern's group 1 is the value.
-_REQUEST = (
-    ("api_key", re.compile(r"key (\d+)")),
+_VERSIONED = (
     ("max_version", re.compile(r"max version (\d+)")),
     ("min_version", re.compile(r"min version (\d+)")),
     ("flexible", re.compile(rf"flexible ({VERSIONS})")),
+)
+_REQUEST = (
+    ("api_key", re.compile(r"key (\d+)")),
+    *_VERSIONED,
     ("latest_unstable", re.compile(r"(latest unstable)")),
     ("deprecated", re.compile(rf"deprecated ({VERSIONS})")),
     ("listeners", re.compile(r"listeners ([A-Za-z]+(?: [A-Za-z]+)*)")),
@@ -34,9 +37,7 @@ _REQUEST = (
 _STRUCT = (
     ("encoding", re.compile(r"(with version field|no encoding)")),
     ("message_kind", re.compile(r"(data|header)")),
-    ("max_version", re.compile(r"max version (\d+)")),
-    ("min_version", re.compile(r"min version (\d+)")),
-    ("flexible", re.compile(rf"flexible ({VERSIONS})")),
+    *_VERSIONED,
     ("owners", re.compile(r"for ([A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*)*)")),
 )
 
