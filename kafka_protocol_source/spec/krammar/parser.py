@@ -74,7 +74,9 @@ class _Parser:
     def _definition(self, before: list[Definition]) -> Definition:
         comment = self._comments(0)
         if self.i == len(self.lines) or self.lines[self.i] == "":
-            self.fail("a comment must sit directly above the definition it describes", self.i)
+            if comment:  # self.i is then the 1-based number of the comment's last line
+                self.fail("a comment must sit directly above the definition it describes", self.i)
+            self.fail("blank line where a definition should start", self.i + 1)
         number, line = self.i + 1, self.lines[self.i]
         if line.startswith(" "):
             self.fail("indented line where a definition should start", number)

@@ -32,6 +32,8 @@ CASES = {
     "no blank line": ("A =>\n  X: int8\nB =>\n  Y: int8\n", 3, 1, "separated by one blank line"),
     "two blank lines": ("A =>\n  X: int8\n\n\nB =>\n  Y: int8\n", 4, 1, "only one blank line"),
     "blank line at the end": ("A =>\n  X: int8\n\n", 3, 1, "blank line at the end"),
+    "blank line at the start": ("\nA =>\n  X: int8\n", 1, 1, "blank line where a definition should start"),
+    "floating comment": ("A =>\n  X: int8\n\n// about B\n\nB =>\n  Y: int8\n", 4, 1, "directly above the definition"),
     # responses
     "response without its request": ("B => not top level\n  X: int8\n\nAResponse =>\n  Y: int8\n", 4, 1,
                                       "AResponse must directly follow ARequest"),
