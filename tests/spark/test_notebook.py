@@ -38,6 +38,7 @@ def test_quickstart_notebook_runs(samples, tmp_path):
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "Produce" in text and "kw.confluent_kafka" in text and "gzip" in text
+    assert "ProduceRequest => key 0" in text and "required_acks" in text  # the krammar section
     assert any("image/png" in o.get("data", {}) for o in outputs if o.output_type == "display_data")
 
 
