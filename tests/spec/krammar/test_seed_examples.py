@@ -28,6 +28,11 @@ def test_a_version_comment_follows_its_field():
     assert field.versions == VersionRange.parse("1+")
 
 
+def test_both_forms_of_version_comment():
+    open_ended, closed = only("FooRequest =>\n  A: int8 // v1+\n  B: int8 // v8-v9\n").fields
+    assert (open_ended.versions, closed.versions) == (VersionRange.parse("1+"), VersionRange.parse("8-9"))
+
+
 def test_a_struct_fields_version_bounds_the_fields_inside_it():
     (field,) = only(seed.STRUCT_FIELD_VERSION).fields
     assert field.versions == VersionRange.parse("3-5")
