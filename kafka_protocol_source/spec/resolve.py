@@ -13,7 +13,9 @@ from .ir import ALWAYS_NULLABLE, FieldDef, MessageDef, Field, Struct
 from .names import snake_case
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-_INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32", "varint", "varlong"})
+_INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "varint": 32, "varlong": 64}
+_UINT_RANGES = {"uint16": 16, "uint32": 32}
+_INTS = frozenset(_INT_RANGES) | frozenset(_UINT_RANGES)
 
 
 class SpecError(ValueError):
@@ -83,7 +85,7 @@ def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
     if isinstance(element, Struct):
         default = None if fd.default == "null" else struct_default(element)
         return Field(kind="struct", struct=element, default=default, **common)
-    return Field(kind=type_name, default=_primitive_default(type_name, fd.default, nullable, path), **common)
+    return Field(kind=type_name, default=primitive_default(type_name, fd.default, nullable, path), **common)
 
 
 def _check_length_source(field: Field, earlier: list[Field]) -> None:
@@ -92,22 +94,37 @@ def _check_length_source(field: Field, earlier: list[Field]) -> None:
         raise SpecError(f"{field.path}: its length comes from {source!r}, which is not an integer field before it")
 
 
+def _int_default(type_name: str, text: str | None) -> int:
+    value = int(text, 0) if text else 0
+    if type_name in _UINT_RANGES:
+        low, high = 0, (1 << _UINT_RANGES[type_name]) - 1
+    else:
+        bits = _INT_RANGES[type_name]
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= value <= high:
+        raise ValueError(f"{value} is outside {type_name}")
+    return value
+
+
 def struct_default(struct: Struct) -> dict[str, Any]:
     return {f.name: f.default for f in (*struct.fields, *struct.tagged)}
 
 
-def _primitive_default(type_name: str, text: str | None, nullable: bool, path: str) -> Any:
+def primitive_default(type_name: str, text: str | None, nullable: bool, path: str) -> Any:
+    """The value a spec ``default`` text gives a field of this primitive type; SpecError if none."""
     if text == "null":
         if not nullable:
             raise SpecError(f"{path}: default null on a field that is not nullable")
         return None
     try:
         if type_name in _INTS:
-            return int(text, 0) if text else 0
+            return _int_default(type_name, text)
         if type_name == "float64":
             return float(text) if text else 0.0
         if type_name == "bool":
-            return text == "true"
+            if text and text.lower() not in ("true", "false"):  # JSON true/false read as "True"/"False"
+                raise ValueError(text)
+            return bool(text) and text.lower() == "true"
     except ValueError as e:
         raise SpecError(f"{path}: bad default {text!r} for {type_name}") from e
     if type_name in ("string", "varint-string"):

@@ -19,9 +19,9 @@ _ARRAY = re.compile(
     rf"(?:(?P<varint>varint)|(?P<nullable>nullable)(?:-(?P<nv>{VERSIONS}))?)?"
     rf"\[(?P<element>=>|[A-Za-z][A-Za-z0-9-]*)\]{_HINT}{_DEFAULT}")
 _STRUCT = re.compile(rf"(?:(?P<nullable>nullable)(?:-(?P<nv>{VERSIONS}))?)?=>{_HINT}{_DEFAULT}")
-_LENGTH = re.compile(r"length-field-minus => (?P<field>[A-Za-z][A-Za-z0-9]*) - (?P<minus>\d+)")
+_LENGTH = re.compile(r"length-field-minus => (?P<field>[A-Za-z][A-Za-z0-9]*) - (?P<minus>[0-9]+)")
 _SCALAR = re.compile(rf"(?P<nullable>nullable-)?(?P<base>[A-Za-z][A-Za-z0-9-]*?)(?:-(?P<nv>{VERSIONS}))?{_DEFAULT}")
-_TAG = re.compile(r"tag (\d+)")
+_TAG = re.compile(r"tag ([0-9]+)")
 
 
 def parse_field(content: str, line: int, indent: int, comment: tuple[str, ...], source: str) -> FieldSpec:
@@ -115,7 +115,7 @@ def _parse_attributes(text: str, offset: int, fail) -> dict:
                 fail("the version range comes first in a version comment", position)
             attrs["versions"] = versions
         elif item[:1].isdigit() or item.startswith("v") and item[1:2].isdigit():
-            fail(f"version comment {item!r} is not of the form v1+ or v8-v9 (low <= high)", position)
+            fail(f"version comment {item!r} is not of the form v1+ or v8-v9 (low <= high <= 32767)", position)
         else:
             key, value = _attribute(item, position, fail)
             if key in attrs:
@@ -130,6 +130,8 @@ def _parse_attributes(text: str, offset: int, fail) -> dict:
 def _attribute(item: str, position: int, fail):
     tag = _TAG.fullmatch(item)
     if tag is not None:
+        if int(tag.group(1)) > 0x7FFFFFFF:
+            fail(f"{item!r}: a tag is an unsigned 31-bit number", position)
         return "tag", int(tag.group(1))
     word, _, value = item.partition(" ")
     if item in ("map key", "ignorable", "zero copy"):

@@ -15,19 +15,19 @@ from __future__ import annotations
 import re
 
 from .syntax import Definition, KrammarError, Position
-from .words import VERSIONS, parse_versions
+from .words import MAX_INT16, VERSIONS, parse_versions
 
 _HEADER = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*) =>(?: (?P<mods>\S.*))?")
 _ROUTING = ("admin", "group coordinator", "txn coordinator")
 
 # (attribute, pattern) in the order they may appear; a pattern's group 1 is the value.
 _VERSIONED = (
-    ("max_version", re.compile(r"max version (\d+)")),
-    ("min_version", re.compile(r"min version (\d+)")),
+    ("max_version", re.compile(r"max version ([0-9]+)")),
+    ("min_version", re.compile(r"min version ([0-9]+)")),
     ("flexible", re.compile(rf"flexible ({VERSIONS})")),
 )
 _REQUEST = (
-    ("api_key", re.compile(r"key (\d+)")),
+    ("api_key", re.compile(r"key ([0-9]+)")),
     *_VERSIONED,
     ("latest_unstable", re.compile(r"(latest unstable)")),
     ("deprecated", re.compile(rf"deprecated ({VERSIONS})")),
@@ -65,13 +65,14 @@ def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) 
     if not items:
         return Definition(name, "struct", at, comment=comment)  # the seed's plain ``SimpleType =>``
     if not items[0][0].startswith("key "):
-        fail(f"a request's first modifier is 'key N' ('not top level' for other structs), not {items[0][0]!r}",
-             items[0][1])
+        fail(f"unknown first modifier {items[0][0]!r}: a request starts with 'key N, max version M', "
+             "any other struct with 'not top level'", items[0][1])
     if not name.endswith("Request"):
         fail(f"a request's name ends in Request; {name} does not (or mark it 'not top level')", 0)
     values = _match_in_order(items, _REQUEST, fail, "a request")
     if "max_version" not in values:
         fail("a request's second modifier is 'max version M'", items[1][1] if len(items) > 1 else len(line))
+    _check_numbers(values, items, fail)
     return Definition(
         name, "request", at, comment=comment, api_key=int(values["api_key"]),
         max_version=int(values["max_version"]), min_version=int(values.get("min_version", 0)),
@@ -93,7 +94,9 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
         fail(f"a {kind} struct needs 'max version M'", items[-1][1])
     if kind is not None and "owners" in values:
         fail(f"a {kind} struct is a message of its own; 'for' is for shared structs", items[-1][1])
+    _check_numbers(values, items, fail)
     encoding = values.get("encoding")
+    owners_at = next((c + len("for ") for text, c in items if text.startswith("for ")), 0)
     return Definition(
         name, "struct", at, comment=comment, message_kind=kind,
         max_version=int(values["max_version"]) if "max_version" in values else None,
@@ -101,7 +104,20 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
         flexible=parse_versions(values["flexible"]) if "flexible" in values else None,
         with_version_field=encoding == "with version field", no_encoding=encoding == "no encoding",
         owners=tuple(values["owners"].split()) if "owners" in values else (),
+        owners_column=owners_at + 1,
     )
+
+
+def _check_numbers(values: dict[str, str], items, fail) -> None:
+    """Keys and versions are int16 on the wire; a version range must not be empty."""
+    def column(prefix: str) -> int:
+        return next(c for text, c in items if text.startswith(prefix))
+
+    for key, prefix in (("api_key", "key "), ("max_version", "max version"), ("min_version", "min version")):
+        if key in values and int(values[key]) > MAX_INT16:
+            fail(f"{prefix.strip()} {values[key]} does not fit in an int16", column(prefix))
+    if int(values.get("min_version", 0)) > int(values.get("max_version", MAX_INT16)):
+        fail(f"min version {values['min_version']} is above max version {values['max_version']}", column("min version"))
 
 
 def _split(mods: str, start: int) -> list[tuple[str, int]]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ir import FieldDef, MessageDef, StructDef, TypeRef
+from ..ir import PRIMITIVES, FieldDef, MessageDef, StructDef, TypeRef
+from ..resolve import SpecError, primitive_default
 from ..versions import NONE, OPEN_END, VersionRange
 from .parser import parse_krammar
-from .syntax import Definition, Document, FieldSpec, KrammarError
+from .syntax import Definition, Document, FieldSpec, KrammarError, Position, TypeSpec
 from .words import ALWAYS_NULLABLE, default_struct_name
 
 ALL = VersionRange(0, OPEN_END)
@@ -75,15 +76,16 @@ class _Lowering:
         table = {s.name: s for s in self.shared if not s.owners}
         table.update({s.name: s for s in self.shared if d.name in s.owners})
         chosen = {id(s): s for s in self.shared if d.name in s.owners}
-        self._follow(d.fields, table, chosen, d, (d.name,))
+        self._follow(d.fields, table, chosen, d, (d.name,), d)
         ordered = sorted(chosen.values(), key=lambda s: self.order[id(s)])
         return tuple(StructDef(s.name, ALL, self.fields(s.fields, s.name)) for s in ordered)
 
-    def _follow(self, fields: tuple[FieldSpec, ...], table, chosen, message: Definition, chain) -> None:
+    def _follow(self, fields: tuple[FieldSpec, ...], table, chosen, message: Definition, chain, referrer) -> None:
+        """Collect the shared structs ``fields`` use, each defined before ``referrer`` uses it."""
         for field in fields:
             spec = field.type
             if spec.anonymous:
-                self._follow(spec.fields, table, chosen, message, chain)
+                self._follow(spec.fields, table, chosen, message, chain, referrer)
                 continue
             struct = table.get(spec.base)
             if struct is None:
@@ -92,27 +94,47 @@ class _Lowering:
                 continue  # a primitive
             if spec.base in chain:
                 self.fail(f"circular structs: {' -> '.join(chain[chain.index(spec.base):] + (spec.base,))}", spec.at)
+            if self.order[id(struct)] > self.order[id(referrer)]:
+                self.fail(f"{message.name}'s {spec.base} is defined on line {struct.at.line}, after its use: "
+                          "named structs must be defined before they are used", spec.at)
             chosen[id(struct)] = struct
-            self._follow(struct.fields, table, chosen, message, chain + (spec.base,))
+            self._follow(struct.fields, table, chosen, message, chain + (spec.base,), struct)
 
     def check_owners(self, messages: dict[str, MessageDef]) -> None:
         for struct in self.shared:
+            column = struct.owners_column
             for owner in struct.owners:
                 if owner not in messages:
-                    self.fail(f"{struct.name} is 'for' {owner}, which is not a message in this file", struct.at)
+                    self.fail(f"{struct.name} is 'for' {owner}, which is not a message in this file",
+                              Position(struct.at.line, column))
+                column += len(owner) + 1
 
     # -- fields ------------------------------------------------------------------------------
 
     def fields(self, specs: tuple[FieldSpec, ...], parent: str) -> tuple[FieldDef, ...]:
         lowered = tuple(self.field(spec, parent) for spec in specs)
-        tagged: dict[int, FieldDef] = {}
+        tagged: list[FieldDef] = []
         for spec, field in zip(specs, lowered):
-            other = tagged.get(field.tag)
-            if other is not None and not other.tagged_versions.intersect(field.tagged_versions).empty:
-                self.fail(f"tag {field.tag} is already used by {other.name} in versions they share", spec.at)
-            if field.tag is not None:
-                tagged[field.tag] = field
+            if field.tag is None:
+                continue
+            for other in tagged:
+                if other.tag == field.tag and not other.tagged_versions.intersect(field.tagged_versions).empty:
+                    self.fail(f"tag {field.tag} is already used by {other.name} in versions they share", spec.at)
+            tagged.append(field)
         return lowered
+
+    def _check_default(self, t: TypeSpec, name: str, nullable: VersionRange, path: str) -> None:
+        """A default must make sense for its type, as resolve will read it (``resolve.primitive_default``)."""
+        if t.default is None:
+            return
+        if t.array or t.anonymous or name not in PRIMITIVES:
+            if t.default != "null" or nullable.empty:
+                self.fail(f"{path}: an array or struct default can only be null, on a nullable field", t.at)
+            return
+        try:
+            primitive_default(name, t.default, not nullable.empty, path)
+        except SpecError as e:
+            self.fail(str(e), t.at)
 
     def field(self, spec: FieldSpec, parent: str) -> FieldDef:
         t = spec.type
@@ -130,6 +152,7 @@ class _Lowering:
             nullable = versions
         else:
             nullable = NONE
+        self._check_default(t, name, nullable, f"{parent}.{spec.name}")
         return FieldDef(
             name=spec.name, type=TypeRef(name, bool(t.array), t.array == "varint"), versions=versions,
             nullable_versions=nullable,

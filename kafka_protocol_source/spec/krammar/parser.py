@@ -13,7 +13,11 @@ from dataclasses import replace
 from .fields import parse_field
 from .headers import parse_header
 from .syntax import Definition, Document, FieldSpec, KrammarError
-from .words import PRIMITIVES
+from ..versions import OPEN_END, VersionRange
+from .words import INTEGERS, PRIMITIVES
+
+MAX_DEPTH = 32  # nesting levels of anonymous structs; Kafka's deepest is 4
+ALL = VersionRange(0, OPEN_END)
 
 
 def parse_krammar(text: str, source: str = "<krammar>") -> Document:
@@ -68,7 +72,7 @@ class _Parser:
                     self.fail("only one blank line may separate definitions", self.i + 1)
         if definitions and definitions[-1].role == "request":
             last = definitions[-1]
-            self.fail(f"{last.name} must be followed by {_response_name(last.name)}", len(self.lines) + 1)
+            self.fail(f"{last.name} must be followed by {_response_name(last.name)}, but the file ends", last.at.line)
         return Document(tuple(definitions), file_comment, self.source)
 
     def _definition(self, before: list[Definition]) -> Definition:
@@ -79,6 +83,8 @@ class _Parser:
             self.fail("blank line where a definition should start", self.i + 1)
         number, line = self.i + 1, self.lines[self.i]
         if line.startswith(" "):
+            if before and not comment and self.lines[self.i - 1] == "":
+                self.fail("a blank line ends a definition: the indented lines after it belong to none", number - 1)
             self.fail("indented line where a definition should start", number)
         self._check_spacing(line, number, 0)
         definition = parse_header(line, number, comment, self.source)
@@ -103,6 +109,9 @@ class _Parser:
         at = definition.at.line
         if definition.role == "response":
             request = definition.name[: -len("Response")] + "Request"
+            if previous is not None and previous.name == request and previous.role != "request":
+                self.fail(f"{definition.name} follows {request}, which has no 'key N, max version M' and so is "
+                          "not a request", at)
             if previous is None or previous.role != "request" or previous.name != request:
                 self.fail(f"{definition.name} must directly follow {request}", at)
         elif previous is not None and previous.role == "request":
@@ -140,13 +149,15 @@ class _Parser:
             comment = self._comments(indent)
             if comment:
                 if self.i == len(self.lines) or _indent(self.lines[self.i]) != indent or self.lines[self.i] == "":
-                    self.fail("a comment must sit directly above the field it describes", self.i)
+                    self.fail("a comment must sit directly above the field it describes", self.i, indent + 1)
                 number, line = self.i + 1, self.lines[self.i]
             self._check_spacing(line, number, indent)
             field = parse_field(line[indent:], number, indent, comment, self.source)
             self.i += 1
             self._check_type(field, names)
             if field.type.anonymous:
+                if depth == MAX_DEPTH:
+                    self.fail(f"structs nest at most {MAX_DEPTH} levels deep", number, field.type.at.column)
                 nested = self._fields(depth + 1)
                 if not nested:
                     self.fail(f"{field.name} opens a struct ('=>') but no fields follow, indented "
@@ -170,9 +181,13 @@ class _Parser:
         at = spec.at
         if spec.base == "length-field-minus":
             source = earlier.get(spec.length_field)
-            if source is None or source.type.base not in PRIMITIVES or source.type.array:
+            if source is None or source.type.base not in INTEGERS or source.type.array:
                 self.fail(f"length-field-minus reads its length from {spec.length_field!r}, which must be an "
                           "earlier integer field of this struct", at.line, at.column)
+            need, have = field.versions or ALL, source.versions or ALL
+            if not (have.low <= need.low and need.high <= have.high):
+                self.fail(f"{spec.length_field} exists in versions {have} only, but {field.name} needs its length in "
+                          f"{need}", at.line, at.column)
             return
         if spec.anonymous or spec.base in PRIMITIVES:
             return

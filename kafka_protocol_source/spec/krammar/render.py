@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from ..ir import ALWAYS_NULLABLE, FieldDef, MessageDef, StructDef
 from ..versions import NONE, OPEN_END
-from .words import NULLABLE_PRIMITIVES, default_struct_name, format_versions
+from .words import NAME, NULLABLE_PRIMITIVES, default_struct_name, format_versions
 
 ALL_LOW = 0
 
@@ -29,7 +29,7 @@ def render_krammar(messages: Iterable[MessageDef], comment: Iterable[str] = ()) 
     for group in _groups(messages):
         blocks += _shared_structs(group)
         blocks += [_message(m, group[0]) for m in group]
-    return "\n\n".join(blocks) + "\n"
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
 def _groups(messages: list[MessageDef]) -> list[list[MessageDef]]:
@@ -122,11 +122,15 @@ def _message(message: MessageDef, request: MessageDef) -> str:
     if not message.deprecated_versions.empty:
         mods.append(f"deprecated {format_versions(message.deprecated_versions)}")
     if message.listeners:
+        for listener in message.listeners:
+            if not listener.isascii() or not listener.isalpha():
+                raise RenderError(f"{message.name}: listener {listener!r} is not a word of ASCII letters")
         mods.append("listeners " + " ".join(message.listeners))
     return _lines(f"{message.name} => {', '.join(mods)}", message.fields, message.name)
 
 
 def _lines(header: str, fields: tuple[FieldDef, ...], parent: str) -> str:
+    _name(header.split(" ", 1)[0], "definition name")
     out = [header]
     _fields(fields, parent, 1, out)
     return "\n".join(out)
@@ -134,6 +138,7 @@ def _lines(header: str, fields: tuple[FieldDef, ...], parent: str) -> str:
 
 def _fields(fields: tuple[FieldDef, ...], parent: str, depth: int, out: list[str]) -> None:
     for field in fields:
+        _name(field.name, f"field name in {parent}")
         attributes = _attributes(field)
         line = f"{'  ' * depth}{field.name}: {_type(field, parent)}"
         out.append(f"{line} // {attributes}" if attributes else line)
@@ -170,11 +175,19 @@ def _type(field: FieldDef, parent: str) -> str:
         if t.is_primitive and t.name not in NULLABLE_PRIMITIVES:
             raise RenderError(f"{where}: {t.name} cannot be null in krammar")
         core = f"nullable{written_nullable}{core}" if field.fields else f"nullable-{core}{written_nullable}"
+    if not t.is_primitive:
+        _name(t.name, f"{where}: struct name")
     if field.default is not None:
-        if "(" in field.default or ")" in field.default:
-            raise RenderError(f"{where}: default {field.default!r} contains a parenthesis")
-        core += f"({field.default})"
+        text = field.default
+        if any(c in text for c in "()\t\r\n") or "//" in text or "  " in text or text != text.strip(" "):
+            raise RenderError(f"{where}: default {text!r} has no krammar spelling (parentheses, '//', or spacing)")
+        core += f"({text})"
     return core
+
+
+def _name(name: str, what: str) -> None:
+    if not NAME.fullmatch(name):
+        raise RenderError(f"{what} {name!r} is not a krammar name (ASCII letters then letters or digits)")
 
 
 def _attributes(field: FieldDef) -> str:
@@ -194,6 +207,7 @@ def _attributes(field: FieldDef) -> str:
     if field.map_key:
         items.append("map key")
     if field.entity_type:
+        _name(field.entity_type, f"{field.name}: entity type")
         items.append(f"entity {field.entity_type}")
     if field.ignorable:
         items.append("ignorable")

@@ -95,6 +95,7 @@ class Definition:
     no_encoding: bool = False
     message_kind: str | None = None  # "data" or "header" for versioned not-top-level messages
     owners: tuple[str, ...] = ()  # "for A B": the messages this struct belongs to
+    owners_column: int = 1  # where the first owner's name starts
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ import re
 from ..versions import NONE, OPEN_END, VersionRange
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-VERSIONS = r"v\d+(?:\+|-v\d+)"
-_VERSIONS = re.compile(r"v(\d+)(?:(\+)|-v(\d+))")
+VERSIONS = r"v[0-9]+(?:\+|-v[0-9]+)"
+_VERSIONS = re.compile(r"v([0-9]+)(?:(\+)|-v([0-9]+))")
 
 # Type names a field may use; nullable-string / nullable-bytes are "nullable-" + string / bytes.
 PRIMITIVES = frozenset({
@@ -21,6 +21,8 @@ PRIMITIVES = frozenset({
 })
 NULLABLE_PRIMITIVES = frozenset({"string", "bytes", "records"})
 ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})
+INTEGERS = frozenset({"int8", "int16", "uint16", "int32", "int64", "uint32", "varint", "varlong"})
+MAX_INT16 = OPEN_END
 
 
 def parse_versions(text: str) -> VersionRange | None:
@@ -32,7 +34,7 @@ def parse_versions(text: str) -> VersionRange | None:
         return None
     low = int(match.group(1))
     high = OPEN_END if match.group(2) else int(match.group(3))
-    if high < low:
+    if high < low or max(low, high) > OPEN_END:  # versions are int16
         return None
     return VersionRange(low, high)
 

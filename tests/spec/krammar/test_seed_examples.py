@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kafka_protocol_source.spec.ir import FieldDef, TypeRef
 from kafka_protocol_source.spec.krammar import lower_document, lower_shared_structs, parse_krammar
+from kafka_protocol_source.spec.registry import SpecRegistry
 from kafka_protocol_source.spec.versions import NONE, VersionRange
 
 from . import seed_examples as seed
@@ -120,3 +121,24 @@ def test_with_version_field_starts_with_the_version():
     sticky = only(seed.VERSION_FIELD)
     assert sticky.with_version_field
     assert [(f.name, f.type.base) for f in sticky.fields] == [("Version", "int16"), ("Generation", "int32")]
+
+
+def test_a_struct_fields_versions_bound_its_fields_when_resolved():
+    """The seed's FooField example as a real request: FooField and the fields inside it exist in
+    v3-v5 only, though Biz, Bar and Baz carry no version comment of their own."""
+    text = seed.STRUCT_FIELD_VERSION.replace("FooRequest =>", "FooRequest => key 0, max version 9") + \
+        "\nFooResponse =>\n  ErrorCode: int16\n"
+    registry = SpecRegistry(lower_document(parse_krammar(text)))
+    for version, present in ((2, False), (3, True), (5, True), (6, False)):
+        struct = registry.resolved("FooRequest", version)
+        assert [f.name for f in struct.fields] == (["foo_field"] if present else []), version
+        if present:
+            assert [f.name for f in struct.fields[0].element.fields] == ["biz", "bar", "baz"]
+
+
+def test_definitions_without_modifiers_are_structs_not_requests():
+    """The seed's own FooRequest examples carry no 'key N, max version M': they parse (as named
+    structs), and only become requests with those modifiers."""
+    for text in (seed.COMMENTS, seed.FIELD_VERSION, seed.STRUCTS):
+        assert all(d.role == "struct" for d in parse_krammar(text).definitions)
+        assert lower_document(parse_krammar(text)) == {}
