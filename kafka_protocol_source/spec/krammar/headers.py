@@ -94,6 +94,9 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
         fail(f"a {kind} struct needs 'max version M'", items[-1][1])
     if kind is not None and "owners" in values:
         fail(f"a {kind} struct is a message of its own; 'for' is for shared structs", items[-1][1])
+    owners = values.get("owners", "").split()
+    if len(set(owners)) != len(owners):
+        fail(f"'for' names a message twice: {values['owners']}", items[-1][1])
     _check_numbers(values, items, fail)
     encoding = values.get("encoding")
     owners_at = next((c + len("for ") for text, c in items if text.startswith("for ")), 0)

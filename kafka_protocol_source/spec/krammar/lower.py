@@ -29,6 +29,8 @@ def load_krammar(path: str | Path) -> dict[str, MessageDef]:
 
 def lower_document(document: Document) -> dict[str, MessageDef]:
     lowering = _Lowering(document)
+    for struct in lowering.shared:  # checked even when no message uses them
+        lowering.fields(struct.fields, struct.name)
     messages: dict[str, MessageDef] = {}
     request: MessageDef | None = None
     for definition in document.definitions:

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 from ..ir import ALWAYS_NULLABLE, FieldDef, MessageDef, StructDef
 from ..versions import NONE, OPEN_END
-from .words import NAME, NULLABLE_PRIMITIVES, default_struct_name, format_versions
+from .words import NAME, NULLABLE_PRIMITIVES, default_struct_name
+from .words import format_versions as _format_versions
 
 ALL_LOW = 0
 
@@ -183,6 +184,13 @@ def _type(field: FieldDef, parent: str) -> str:
             raise RenderError(f"{where}: default {text!r} has no krammar spelling (parentheses, '//', or spacing)")
         core += f"({text})"
     return core
+
+
+def format_versions(versions) -> str:
+    try:
+        return _format_versions(versions)
+    except ValueError as e:
+        raise RenderError(str(e)) from None
 
 
 def _name(name: str, what: str) -> None:

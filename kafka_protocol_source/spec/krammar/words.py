@@ -42,6 +42,8 @@ def parse_versions(text: str) -> VersionRange | None:
 def format_versions(versions: VersionRange) -> str:
     if versions.empty:
         return "none"
+    if versions.high > OPEN_END:
+        raise ValueError(f"versions {versions} go beyond int16")
     if versions.high == OPEN_END:
         return f"v{versions.low}+"
     return f"v{versions.low}-v{versions.high}"

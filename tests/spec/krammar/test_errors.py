@@ -73,6 +73,8 @@ CASES = {
     "nullable int": ("A =>\n  X: nullable-int32\n", 2, 6, "int32 cannot be null"),
     "nullable varint-string": ("A =>\n  X: nullable-varint-string\n", 2, 6, "always nullable"),
     "range without nullable": ("A =>\n  X: string-v1+\n", 2, 6, "needs the nullable- prefix"),
+    "bad default in an unused struct": ("A =>\n  X: [int8](1)\n", 2, 7, "can only be null"),
+    "owner named twice": ("S => not top level, for ARequest ARequest\n  X: int8\n\n" + PAIR, 1, 21, "twice"),
     "hint on a named array": ("A =>\n  X: [int8]Bytes\n", 2, 12, "only follow [=>]"),
     "nullable elements": ("A =>\n  X: [nullable-string]\n", 2, 7, "elements cannot be nullable"),
     "length from a later field": ("A =>\n  X: length-field-minus => L - 1\n  L: int32\n", 2, 6, "earlier integer"),

@@ -150,6 +150,7 @@ FIELD = FieldDef("X", TypeRef("string"), ALL)
     (replace(FIELD, type=TypeRef("int32"), nullable_versions=ALL), "cannot be null"),
     (replace(FIELD, type=TypeRef("int8", True, True), nullable_versions=ALL), "never nullable"),
     (replace(FIELD, type=TypeRef("varint-string")), "nullable in exactly"),
+    (replace(FIELD, versions=VersionRange(5, 40000)), "beyond int16"),
 ])
 def test_what_krammar_cannot_say_is_refused(field, reason):
     request = replace(PAIR[0], fields=(field,))
