@@ -41,7 +41,8 @@ def _field(field: Field, tagged: bool):
         if tagged:  # a tagged value is parsed on its own, away from the struct holding its source
             raise ValueError(f"{field.path}.{field.spec_name}: a length-field-minus field cannot be tagged")
         return k.SizedBytes(*field.length_from)
-    return k.Primitive(field.kind, field.nullable, field.compact)
+    # varint-string/bytes read -1 as null whatever the spec says (Kafka's record keys and values)
+    return k.Primitive(field.kind, field.nullable or field.kind in ALWAYS_NULLABLE, field.compact)
 
 
 def min_size_of_element(element: str | Struct, compact: bool) -> int:

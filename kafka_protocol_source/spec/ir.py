@@ -23,6 +23,7 @@ PRIMITIVES = frozenset({
     "varint", "varlong", "varint-string", "varint-bytes",
 })
 ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})  # a negative varint length is null
+INTEGERS = frozenset({"int8", "int16", "uint16", "int32", "int64", "uint32", "varint", "varlong"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir import ALWAYS_NULLABLE, FieldDef, MessageDef, Field, Struct
+from .ir import INTEGERS, FieldDef, MessageDef, Field, Struct
 from .names import snake_case
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 _INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "varint": 32, "varlong": 64}
 _UINT_RANGES = {"uint16": 16, "uint32": 32}
-_INTS = frozenset(_INT_RANGES) | frozenset(_UINT_RANGES)
+_INTS = INTEGERS
 
 
 class SpecError(ValueError):
@@ -64,7 +64,7 @@ def _resolve_struct(name, fields, version, flexible, structs, path) -> Struct:
 
 
 def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
-    nullable = version in fd.nullable_versions or fd.type.name in ALWAYS_NULLABLE and not fd.type.is_array
+    nullable = version in fd.nullable_versions
     compact = flexible if fd.flexible_versions is None else version in fd.flexible_versions
     tag = fd.tag if (flexible and version in fd.tagged_versions) else None
     common = dict(name=snake_case(fd.name), spec_name=fd.name, nullable=nullable, compact=compact, tag=tag, path=path)

@@ -14,12 +14,10 @@ from pathlib import Path
 
 from ..ir import PRIMITIVES, FieldDef, MessageDef, StructDef, TypeRef
 from ..resolve import SpecError, primitive_default
-from ..versions import NONE, OPEN_END, VersionRange
+from ..versions import NONE, VersionRange
 from .parser import parse_krammar
 from .syntax import Definition, Document, FieldSpec, KrammarError, Position, TypeSpec
-from .words import ALWAYS_NULLABLE, default_struct_name
-
-ALL = VersionRange(0, OPEN_END)
+from .words import ALL, ALWAYS_NULLABLE, default_struct_name
 
 
 def load_krammar(path: str | Path) -> dict[str, MessageDef]:
@@ -30,7 +28,7 @@ def load_krammar(path: str | Path) -> dict[str, MessageDef]:
 def lower_document(document: Document) -> dict[str, MessageDef]:
     lowering = _Lowering(document)
     for struct in lowering.shared:  # checked even when no message uses them
-        lowering.fields(struct.fields, struct.name)
+        lowering.struct_def(struct)
     messages: dict[str, MessageDef] = {}
     request: MessageDef | None = None
     for definition in document.definitions:
@@ -46,7 +44,7 @@ def lower_document(document: Document) -> dict[str, MessageDef]:
 def lower_shared_structs(document: Document) -> tuple[StructDef, ...]:
     """Every named struct that is not a message (``not top level`` or the seed's plain ``Name =>``)."""
     lowering = _Lowering(document)
-    return tuple(StructDef(s.name, ALL, lowering.fields(s.fields, s.name)) for s in lowering.shared)
+    return tuple(lowering.struct_def(s) for s in lowering.shared)
 
 
 class _Lowering:
@@ -54,6 +52,7 @@ class _Lowering:
         self.source = document.source
         self.shared = [d for d in document.definitions if d.role == "struct" and d.message_kind is None]
         self.order = {id(d): i for i, d in enumerate(document.definitions)}
+        self._struct_defs: dict[int, StructDef] = {}
 
     def fail(self, message: str, where) -> None:
         raise KrammarError(message, where.line, where.column, self.source)
@@ -80,7 +79,14 @@ class _Lowering:
         chosen = {id(s): s for s in self.shared if d.name in s.owners}
         self._follow(d.fields, table, chosen, d, (d.name,), d)
         ordered = sorted(chosen.values(), key=lambda s: self.order[id(s)])
-        return tuple(StructDef(s.name, ALL, self.fields(s.fields, s.name)) for s in ordered)
+        return tuple(self.struct_def(s) for s in ordered)
+
+    def struct_def(self, s: Definition) -> StructDef:
+        """A shared struct lowered once, however many messages own or use it."""
+        lowered = self._struct_defs.get(id(s))
+        if lowered is None:
+            lowered = self._struct_defs[id(s)] = StructDef(s.name, ALL, self.fields(s.fields, s.name))
+        return lowered
 
     def _follow(self, fields: tuple[FieldSpec, ...], table, chosen, message: Definition, chain, referrer) -> None:
         """Collect the shared structs ``fields`` use, each defined before ``referrer`` uses it."""

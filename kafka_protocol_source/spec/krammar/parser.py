@@ -13,11 +13,9 @@ from dataclasses import replace
 from .fields import parse_field
 from .headers import parse_header
 from .syntax import Definition, Document, FieldSpec, KrammarError
-from ..versions import OPEN_END, VersionRange
-from .words import INTEGERS, PRIMITIVES
+from .words import ALL, INTEGERS, PRIMITIVES
 
 MAX_DEPTH = 32  # nesting levels of anonymous structs; Kafka's deepest is 4
-ALL = VersionRange(0, OPEN_END)
 
 
 def parse_krammar(text: str, source: str = "<krammar>") -> Document:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..ir import ALWAYS_NULLABLE, FieldDef, MessageDef, StructDef
-from ..versions import NONE, OPEN_END
-from .words import NAME, NULLABLE_PRIMITIVES, default_struct_name
+from ..versions import NONE
+from .words import ALL, NAME, NULLABLE_PRIMITIVES, default_struct_name
 from .words import format_versions as _format_versions
-
-ALL_LOW = 0
 
 
 class RenderError(ValueError):
@@ -59,7 +57,7 @@ def _shared_structs(group: list[MessageDef]) -> list[str]:
     owned: list[tuple[StructDef, list[str]]] = []
     for message in group:
         for struct in message.common_structs:
-            if struct.versions.low != ALL_LOW or struct.versions.high != OPEN_END:
+            if struct.versions != ALL:
                 raise RenderError(f"{message.name}.{struct.name}: a shared struct has every version in krammar")
             for existing, owners in owned:
                 if existing == struct:
@@ -200,7 +198,7 @@ def _name(name: str, what: str) -> None:
 
 def _attributes(field: FieldDef) -> str:
     items = []
-    if (field.versions.low, field.versions.high) != (ALL_LOW, OPEN_END):
+    if field.versions != ALL:
         if field.versions.empty:
             raise RenderError(f"{field.name}: a field with no versions")
         items.append(format_versions(field.versions))

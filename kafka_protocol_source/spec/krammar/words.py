@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import re
 
+from ..ir import ALWAYS_NULLABLE, INTEGERS, PRIMITIVES  # noqa: F401 - krammar spells them as the IR does
 from ..versions import NONE, OPEN_END, VersionRange
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 VERSIONS = r"v[0-9]+(?:\+|-v[0-9]+)"
 _VERSIONS = re.compile(r"v([0-9]+)(?:(\+)|-v([0-9]+))")
 
-# Type names a field may use; nullable-string / nullable-bytes are "nullable-" + string / bytes.
-PRIMITIVES = frozenset({
-    "bool", "int8", "int16", "uint16", "int32", "int64", "uint32", "float64", "varint", "varlong",
-    "uuid", "string", "bytes", "records", "varint-string", "varint-bytes",
-})
+# Type names a field may use are the IR's (``ir.PRIMITIVES``); nullable-string / nullable-bytes
+# are "nullable-" + string / bytes.
 NULLABLE_PRIMITIVES = frozenset({"string", "bytes", "records"})
-ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})
-INTEGERS = frozenset({"int8", "int16", "uint16", "int32", "int64", "uint32", "varint", "varlong"})
+ALL = VersionRange(0, OPEN_END)  # a field with no version comment
 MAX_INT16 = OPEN_END
 
 
