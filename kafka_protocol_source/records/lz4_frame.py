@@ -63,23 +63,13 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
     if not flg & 0x20:
         return _decode_linked_frame(data, frame_start, limit, out)
     block_checksum = 4 if flg & 0x10 else 0
-    n = len(data)
     view = memoryview(data)
     scratch = bytearray(block_max)
     scratch_view = memoryview(scratch)
     while True:
-        if n - pos < 4:
-            raise RecordsError("lz4 frame truncated before end mark")
-        size = _U32.unpack_from(data, pos)[0]
-        pos += 4
+        pos, size, stored = _block(data, pos, block_checksum, block_max)
         if size == 0:
             break
-        stored = size & _UNCOMPRESSED_BIT
-        size &= ~_UNCOMPRESSED_BIT
-        if size > block_max:
-            raise RecordsError(f"lz4 block of {size} bytes exceeds frame block size {block_max}")
-        if n - pos < size + block_checksum:
-            raise RecordsError("lz4 block truncated")
         block = view[pos:pos + size]
         if stored:
             out += block
@@ -92,8 +82,31 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
         if len(out) > limit:
             raise RecordsError(f"lz4 output exceeds {limit} bytes")
         pos += size + block_checksum
+    pos = _after_content_checksum(data, pos, flg)
+    return pos
+
+
+def _block(data: bytes, pos: int, block_checksum: int, block_max: int | None = None) -> tuple[int, int, bool]:
+    """The block whose size word is at ``pos``: (where its bytes start, size, stored uncompressed).
+    Size 0 is the end mark. The block and its checksum must all be there."""
+    if len(data) - pos < 4:
+        raise RecordsError("lz4 frame truncated before end mark")
+    size = _U32.unpack_from(data, pos)[0]
+    pos += 4
+    if size == 0:
+        return pos, 0, False
+    stored = bool(size & _UNCOMPRESSED_BIT)
+    size &= ~_UNCOMPRESSED_BIT
+    if block_max is not None and size > block_max:
+        raise RecordsError(f"lz4 block of {size} bytes exceeds frame block size {block_max}")
+    if len(data) - pos < size + block_checksum:
+        raise RecordsError("lz4 block truncated")
+    return pos, size, stored
+
+
+def _after_content_checksum(data: bytes, pos: int, flg: int) -> int:
     if flg & 0x04:
-        if n - pos < 4:
+        if len(data) - pos < 4:
             raise RecordsError("lz4 content checksum truncated")
         pos += 4
     return pos
@@ -103,27 +116,16 @@ def _decode_linked_frame(data: bytes, frame_start: int, limit: int, out: bytearr
     """Linked blocks need the previous 64 KiB as dictionary; cramjam's frame decoder has it."""
     pos, flg, block_max, _ = _read_header(data, frame_start)
     block_checksum = 4 if flg & 0x10 else 0
-    n = len(data)
     bound = 0
     # Walk the block headers first so the decoder only runs when its output is provably
     # below the limit: cramjam cannot stop part way.
     while True:
-        if n - pos < 4:
-            raise RecordsError("lz4 frame truncated before end mark")
-        size = _U32.unpack_from(data, pos)[0]
-        pos += 4
+        pos, size, stored = _block(data, pos, block_checksum)
         if size == 0:
             break
-        stored = size & _UNCOMPRESSED_BIT
-        size &= ~_UNCOMPRESSED_BIT
-        if n - pos < size + block_checksum:
-            raise RecordsError("lz4 block truncated")
         bound += size if stored else block_max
         pos += size + block_checksum
-    if flg & 0x04:
-        if n - pos < 4:
-            raise RecordsError("lz4 content checksum truncated")
-        pos += 4
+    pos = _after_content_checksum(data, pos, flg)
     if len(out) + bound > limit:
         raise RecordsError(f"lz4 output may exceed {limit} bytes")
     header_end = frame_start + 6 + (8 if flg & 0x08 else 0)
