@@ -1,9 +1,10 @@
 """Our decoder against kio 0.5.0, for every (api, version, direction) kio generates.
 
 kio's dataclasses are generated from Kafka's Oct 2024 message specs (the same as
-/work/shared/kafka-message-specs). hypothesis builds a message with ``st.from_type`` (kio's
-constrained ints, timedeltas and datetimes carry their own strategies), kio serialises the header
-and body exactly as a client or broker would, and our decoder must return the same value.
+shared/kafka-message-specs beside the checkout). hypothesis builds a message with
+``st.from_type`` (kio's constrained ints, timedeltas and datetimes carry their own strategies),
+kio serialises the header and body exactly as a client or broker would, and our decoder must
+return the same value.
 """
 
 from __future__ import annotations
