@@ -1,29 +1,31 @@
 """One TCP connection seen as Kafka: which side is the client, is it Kafka at all, and framing.
 
-Owns the decisions made before pairing: the client is the side talking to a configured broker
-port, else the side that sent the SYN, else the side whose first bytes decode as a request.
-A connection on a configured port is Kafka (or TLS); on any other port it is Kafka only if its
-client's first frame decodes as a valid request, and otherwise it is left out. Until both are
-decided, events wait in a bounded backlog. Frames then go to ``pairing.Pairer``.
+Owns the decisions made before pairing. The client is the side talking to a configured broker
+port, else the side that sent the SYN, else the side whose bytes hold a confirmed request start
+anywhere (a capture usually joins connections mid-stream, often mid-frame). A connection on a
+configured port is Kafka (or TLS); on any other port it is Kafka only if the client's bytes hold
+a confirmed request start (``sniff``: a header of a known api and version, confirmed by what
+follows it), and otherwise it is left out. Until both are decided, events wait in a bounded
+backlog. Frames then go to ``pairing.Pairer``.
 """
 
 from __future__ import annotations
 
-from ..codec.errors import DecodeError
 from ..tcp import Direction, StreamChunk, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
-from .sniff import looks_like_tls, request_start_check, response_start_check
+from .sniff import (chained_ids, first_confirmed, looks_like_tls, request_ids_at, request_start_check,
+                    response_ids_at, response_start_check)
 from .splitter import DirectionFramer
 
-BACKLOG_LIMIT = 1 << 20
+BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
 # What to say of a frame cut short, and of a request left unanswered, by the way a connection ended.
 _CUT_BY = {"end_of_capture": "the capture ended inside this frame", "reset": "the connection was reset (RST) inside this frame",
            "fin": "the connection was closed (FIN) inside this frame", "reused": "the connection was replaced inside this frame"}
 _LEFT_BY = {"end_of_capture": "no response before the end of the capture",
             "reset": "no response before the connection was reset (RST)",
             "fin": "no response before the connection was closed (FIN)",
-            "reused": "no response before the connection was replaced by a new one"}  # bytes held while deciding whether a flow on an unknown port is Kafka
+            "reused": "no response before the connection was replaced by a new one"}
 
 
 def reverse(d: Direction) -> Direction:
@@ -45,6 +47,8 @@ class Connection:
         self.backlog: list = []
         self.backlog_bytes = 0
         self.first_bytes: dict[Direction, bytearray] = {}
+        self.scan_resume: dict[Direction, int] = {}
+        self.chunk_ends: dict[Direction, set[int]] = {}  # positions in first_bytes where a packet's bytes end
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
         self.first_ns: int | None = None
@@ -57,8 +61,10 @@ class Connection:
         if self.kafka is None:
             self._hold(ev, len(ev.data))
             head = self.first_bytes.setdefault(ev.direction, bytearray())
-            if len(head) < 1 << 16:
-                head += ev.data[: (1 << 16) - len(head)]
+            if len(head) < BACKLOG_LIMIT:
+                if head:
+                    self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
+                head += ev.data[: BACKLOG_LIMIT - len(head)]
             self._decide()
             return
         self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
@@ -71,7 +77,7 @@ class Connection:
             self.first_bytes.setdefault(ev.direction, bytearray())
             self._decide()
         elif self.kafka and not self.tls:
-            self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason), ev.direction)
+            self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns), ev.direction)
 
     def close(self, how: str = "end_of_capture") -> None:
         """The connection ended: ``how`` is the tcp stage's close detail (fin, reset, reused, ...)."""
@@ -93,30 +99,26 @@ class Connection:
         self.backlog_bytes += size
 
     def _decide(self, final: bool = False) -> None:
+        final = final or self.backlog_bytes > BACKLOG_LIMIT
         if self.client is None:
-            self.client = self._client_by_ports() or self.initiator or self._client_by_content()
-        if self.client is None:
-            if final or self.backlog_bytes > BACKLOG_LIMIT:
-                self.kafka = False
-            return
-        head = bytes(self.first_bytes.get(self.client, b""))
+            self.client = self._client_by_ports()
         if self.port_matched:
+            head = self.first_bytes.get(self.client)
+            if not head and not final:
+                return  # TLS or not is told by the client's first bytes
             self.kafka = True
-            self.tls = looks_like_tls(head)
+            self.tls = looks_like_tls(bytes(head or b""))
         elif not self.ctx.detect:
             self.kafka = False
-        elif looks_like_tls(head):
-            self.kafka = False  # encrypted and on an unknown port: nothing says it is Kafka
         else:
-            verdict = self._first_frame_is_request(head)
-            if verdict is None and (final or self.backlog_bytes > BACKLOG_LIMIT):
-                verdict = False
-            if verdict is None:
+            client = self._client_by_content(final)
+            if client is None and not final:
                 return
-            self.kafka = verdict
+            self.client = client
+            self.kafka = client is not None
         if self.kafka and not self.tls:
             self._start()
-        backlog, self.backlog, self.first_bytes = self.backlog, [], {}
+        backlog, self.backlog, self.first_bytes, self.chunk_ends = self.backlog, [], {}, {}
         if self.kafka:
             for ev in backlog:
                 (self.chunk if isinstance(ev, StreamChunk) else self.gap)(ev)
@@ -132,38 +134,70 @@ class Connection:
             return Direction(k.a_ip, k.a_port, k.b_ip, k.b_port)
         return Direction(k.b_ip, k.b_port, k.a_ip, k.a_port)
 
-    def _client_by_content(self) -> Direction | None:
-        if not self.ctx.detect:
-            return None
-        for direction, head in self.first_bytes.items():
-            if self._first_frame_is_request(bytes(head)):
-                return direction
-        return None
+    def _client_by_content(self, final: bool) -> Direction | None:
+        """The side whose bytes hold a confirmed request start (only the SYN's sender, if seen).
 
-    def _first_frame_is_request(self, head: bytes) -> bool | None:
-        if len(head) < 4:
+        A broker's responses can chain like requests (a response header v0 read as a request
+        header is api key 0, version = correlation id), so when both sides do, the side whose
+        request correlation ids the other side answers wins; then the side whose ids differ.
+        """
+        ctx = self.ctx
+        check = request_start_check(ctx.known, ctx.max_frame_size)
+        starts = {}
+        for direction, head in self.first_bytes.items():
+            if self.initiator is not None and direction != self.initiator:
+                continue
+            if looks_like_tls(bytes(head[:5])) and self.scan_resume.get(direction, 0) == 0:
+                continue  # encrypted and on an unknown port: nothing says it is Kafka
+            found, resume = first_confirmed(check, head, self.scan_resume.get(direction, 0), final,
+                                            self._boundary_in(direction))
+            self.scan_resume[direction] = resume
+            if found is not None:
+                starts[direction] = found
+        if not starts:
             return None
-        size = int.from_bytes(head[:4], "big", signed=True)
-        if not 8 <= size <= self.ctx.max_frame_size:
-            return False
-        if len(head) < 4 + size:
-            return None if size < 1 << 16 else False
-        try:
-            self.ctx.decoder.decode_request(head[4:4 + size])
-        except DecodeError:
-            return False
-        return True
+        best = max(starts, key=lambda d: self._request_evidence(d, starts[d]))
+        answered, distinct, frames = self._request_evidence(best, starts[best])
+        if answered or self.initiator is not None:
+            return best
+        if not final:
+            return None  # until the other side answers one of its ids, either side may be asking
+        if frames > 2 and distinct == 1:
+            return None  # one id over and over: a broker's responses (ids read from their bodies)
+        return best
+
+    def _request_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
+        head = self.first_bytes[direction]
+        ids = chained_ids(head, start, lambda p: request_ids_at(head, p))
+        other = self.first_bytes.get(reverse(direction), bytearray())
+        responses = response_start_check(self.ctx.max_frame_size, lambda: ids)
+        found, _ = first_confirmed(responses, other, 0, True, self._boundary_in(reverse(direction)))
+        answered = set() if found is None else set(chained_ids(other, found, lambda p: response_ids_at(other, p)))
+        return len(answered & set(ids)), len(set(ids)), len(ids)
+
+    def _boundary_in(self, direction: Direction):
+        head = self.first_bytes.get(direction, bytearray())
+        ends = self.chunk_ends.get(direction, set())
+        return lambda p: p == len(head) or p in ends
 
     def _start(self) -> None:
         broker = reverse(self.client)
-        self.pairer = Pairer(self.ctx, self._connection_id(), address(self.client.src_ip, self.client.src_port),
+        ctx = self.ctx
+        self.pairer = Pairer(ctx, self._connection_id(), address(self.client.src_ip, self.client.src_port),
                              address(broker.src_ip, broker.src_port))
-        max_size = self.ctx.max_frame_size
+        max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
-        self.framers[self.client] = DirectionFramer(request_start_check(self.ctx.decoder, max_size),
-                                                    max_size, in_sync)
+        requests = request_start_check(ctx.known, max_size, self.pairer.client_ids)
+        self.framers[self.client] = DirectionFramer(requests, max_size, in_sync)
         self.framers[broker] = DirectionFramer(response_start_check(max_size, self.pairer.pending_ids),
                                                max_size, in_sync)
+
+    def connection_label(self) -> str:
+        """The connection id rows carry; before the client side is known, the endpoints as captured."""
+        if self.client is not None:
+            return self._connection_id()
+        k = self.key
+        return f"{address(k.a_ip, k.a_port)}<->{address(k.b_ip, k.b_port)}#{k.instance}"
 
     def _connection_id(self) -> str:
         c = self.client

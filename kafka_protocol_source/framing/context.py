@@ -1,4 +1,9 @@
-"""What every connection of one capture file shares: options, the decoder, the output list."""
+"""What every connection of one capture file shares: options, the decoder, the output list.
+
+Besides the decoder for bodies (the user's definitions, maybe partial), it holds what finding
+Kafka needs and what must not depend on those definitions: the table of api keys and versions
+the protocol has (``known``, from the bundled definitions) and their names.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from datetime import datetime, timezone
 
 from ..codec.decoder import Decoder
 from .model import Exchange
+from .sniff import KnownApis
 
 DEFAULT_PORTS = frozenset({9092})
 
@@ -21,6 +27,8 @@ class CaptureContext:
     apis: frozenset[int] | None = None  # decode and keep only these api keys
     window_ns: tuple[int | None, int | None] | None = None  # keep requests sent in [from, to]
     out: list[Exchange] = field(default_factory=list)
+    known: KnownApis | None = None  # the bundled api keys and versions: what finding Kafka relies on
+    bundled_names: dict[int, str] | None = None  # api names for keys the definitions in use lack
 
     def wanted(self, api_key: int | None, request_ns: int | None) -> bool:
         """Whether an exchange passes the api and time filters (unknown values do not)."""

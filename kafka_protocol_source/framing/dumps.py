@@ -100,7 +100,8 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
     connection_id = f"{client_addr}->{broker_addr}" if ends else os.path.basename(path)
     pairer = Pairer(ctx, connection_id, client_addr, broker_addr)
     if client_file:
-        framer = DirectionFramer(request_start_check(ctx.decoder, ctx.max_frame_size), ctx.max_frame_size, True)
+        framer = DirectionFramer(request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids),
+                                 ctx.max_frame_size, True)
         yield from _feed(client_file, framer, pairer, True, ctx)
     if broker_file:
         framer = DirectionFramer(response_start_check(ctx.max_frame_size, pairer.pending_ids), ctx.max_frame_size, True)

@@ -19,7 +19,9 @@ MALFORMED = "malformed"          # a frame that does not decode (see error, raw 
 GAP = "gap"                      # bytes missing from the capture, or skipped to resync
 SASL = "sasl"                    # raw SASL tokens after SaslHandshake v0 (not Kafka frames)
 TLS = "tls"                      # an encrypted connection: nothing to decode
-STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS)
+UNKNOWN_API = "unknown_api"      # an api key or version the definitions in use lack: paired, raw bytes kept
+INTERNAL_ERROR = "internal_error"  # a bug of ours while reading one connection; the rest is still read
+STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS, UNKNOWN_API, INTERNAL_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +61,7 @@ class Exchange:
     request_packet: int | None = None  # index of the packet carrying the request's first byte
     response_packet: int | None = None
     stream_offset: int | None = None  # stream offset of the first frame byte in its direction
+    # (stream offset, bytes) of each direction's captured bytes this row accounts for: every
+    # captured payload byte of a Kafka connection lies in exactly one row's span
+    request_span: tuple[int, int] | None = None
+    response_span: tuple[int, int] | None = None

@@ -4,22 +4,35 @@ Owns, per connection: requests in flight (pipelined, answered in any order), Pro
 acks=0 (no response expected), responses whose request was not captured, requests left
 unanswered, frames that do not decode, frames cut by gaps, bytes skipped to resync, and the raw
 SASL tokens that follow a SaslHandshake v0 (KIP-43: not Kafka frames until authentication
-ends). Every frame becomes part of exactly one ``Exchange``.
+ends). Every frame becomes part of exactly one ``Exchange``, and each exchange says which bytes
+of the two streams it holds (``request_span``/``response_span``).
+
+Pairing needs the request header only: a request whose body the definitions in use cannot read
+(an api key or version they lack, a body that does not match) still pairs with its response,
+with both raw bodies kept. A response can be handed over before its request when the client
+side was still resynchronising (a capture joined mid-stream): it waits, bounded, for a request
+with its correlation id, and is a ``request_missing`` row only when none comes.
 """
 
 from __future__ import annotations
 
 import struct
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from ..codec.errors import DecodeError
-from .model import GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, Exchange, Frame
+from .model import (GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange,
+                    Frame)
+from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
 from .splitter import Partial, Skipped
 
-_HEADER = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
+_FIXED_HEADER = struct.Struct(">hhi")
+_HEADER_BYTES = 14 + 0x7FFF  # everything a request header up to its client id can take
 PRODUCE, SASL_HANDSHAKE = 0, 17
+# Responses held for a request still to come (the client side was behind); older ones are given up.
+ORPHAN_LIMIT = 256
 
 
 @dataclass(slots=True)
@@ -27,19 +40,19 @@ class Pending:
     """A request waiting for its response."""
 
     frame: Frame | Partial
-    api_key: int
-    api_version: int
-    correlation_id: int
+    header: RequestHeader
     decoded: dict | None
     status: str = OK
     error: str | None = None
 
 
 class Pairer:
-    def __init__(self, ctx, connection_id: str, client_address: str, broker_address: str):
+    def __init__(self, ctx, connection_id: str, client_address: str | None, broker_address: str | None):
         self.ctx = ctx
         self.ids = (connection_id, client_address, broker_address)
         self.pending: dict[int, Pending] = {}
+        self.orphans: OrderedDict[int, Frame] = OrderedDict()
+        self.client_ids: set[str | None] = set()  # seen on this connection; resync prefers them
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()
         self.filtering = ctx.apis is not None or ctx.window_ns is not None
@@ -63,50 +76,70 @@ class Pairer:
     # -- requests ---------------------------------------------------------------------
 
     def request(self, frame: Frame) -> None:
-        if self.filtering:
-            header = self._peek_header(frame.payload)
-            if header is not None and not self.ctx.wanted(header[0], frame.first_ns):
-                self.unwanted.add(header[2])  # not decoded; its response is dropped too
+        header = self._header(frame.payload)
+        if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
+            self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
+            self.orphans.pop(header.correlation_id, None)
+            return
+        if header is not None and not self._defines(header.api_key, header.api_version):
+            if self.sasl_mode:
+                self.sasl_tokens.append(frame)
                 return
+            self._wait(Pending(frame, header, None, UNKNOWN_API, _unknown(self.ctx, header)))
+            return
         try:
             decoded = self.ctx.decoder.decode_request(frame.payload, lenient=True)
         except DecodeError as e:
             if self.sasl_mode:
                 self.sasl_tokens.append(frame)  # a raw SASL token, not a Kafka request
                 return
-            self._undecodable_request(frame, e)
+            if header is None:
+                self._emit(MALFORMED, frame, None, error=str(e), raw_request=frame.payload)
+            else:
+                self._wait(Pending(frame, header, None, MALFORMED, str(e)))
             return
         self.sasl_mode = False
+        header = RequestHeader(len(frame.payload), decoded["api_key"], decoded["api_version"],
+                               decoded["correlation_id"], decoded.get("client_id"), 0)
+        self.client_ids.add(header.client_id)
         if decoded.get("trailing_bytes"):
-            self._wait(Pending(frame, decoded["api_key"], decoded["api_version"], decoded["correlation_id"], decoded,
-                               MALFORMED, _leftover("request", decoded)))
+            self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
             return
         if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
             self._emit(NO_RESPONSE, frame, decoded, note=_notes("Produce with acks=0: no response is sent", decoded))
             return
-        self._wait(Pending(frame, decoded["api_key"], decoded["api_version"], decoded["correlation_id"], decoded))
+        self._wait(Pending(frame, header, decoded))
 
-    def _undecodable_request(self, frame: Frame, error: DecodeError) -> None:
-        header = self._peek_header(frame.payload)
-        if header is None:
-            self._emit(MALFORMED, frame, None, error=str(error), raw_request=frame.payload)
-        else:
-            self._wait(Pending(frame, *header, None, MALFORMED, str(error)))
+    def _header(self, payload: bytes, size: int | None = None) -> RequestHeader | None:
+        """The request header alone, for any api key and version in the plausible ranges.
 
-    def _peek_header(self, payload: bytes) -> tuple[int, int, int] | None:
-        if len(payload) < _HEADER.size:
-            return None
-        api_key, version, correlation_id = _HEADER.unpack_from(payload)
+        ``size``: the frame's claimed size, when ``payload`` is only the part of it captured.
+        """
+        size = len(payload) if size is None else size
+        head = _SIZE.pack(size) + payload[:_HEADER_BYTES]
+        found = read_request_header(head, 0, self.ctx.known, strict=False, max_frame_size=size)
+        if found is None and len(payload) >= 8:  # cut inside the client id: what is there still pairs
+            api_key, version, correlation_id = _FIXED_HEADER.unpack_from(payload)
+            if 0 <= api_key <= MAX_API_KEY and 0 <= version <= MAX_API_VERSION and correlation_id >= 0:
+                return RequestHeader(len(payload), api_key, version, correlation_id, None, 8)
+        return found or None
+
+    def _defines(self, api_key: int, version: int) -> bool:
         message = self.ctx.decoder.registry.request(api_key)
-        if message is None or version not in message.valid_versions:
-            return None
-        return api_key, version, correlation_id
+        return message is not None and version in message.valid_versions
 
     def _wait(self, pending: Pending) -> None:
-        older = self.pending.pop(pending.correlation_id, None)
+        correlation_id = pending.header.correlation_id
+        older = self.pending.pop(correlation_id, None)
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
-        self.pending[pending.correlation_id] = pending
+        self.pending[correlation_id] = pending
+        orphan = self.orphans.pop(correlation_id, None)
+        if orphan is not None:
+            if _before(orphan, pending.frame):
+                self._missing(orphan)  # answered an earlier request with the same id
+            else:
+                self.response(orphan)
 
     # -- responses --------------------------------------------------------------------
 
@@ -120,25 +153,44 @@ class Pairer:
         if pending is None:
             if self.sasl_tokens:
                 self._emit_sasl(self.sasl_tokens.popleft(), frame)
+            elif correlation_id is not None and correlation_id not in self.orphans:
+                self.orphans[correlation_id] = frame
+                if len(self.orphans) > ORPHAN_LIMIT:
+                    self._missing(self.orphans.popitem(last=False)[1])
             else:
-                self._emit(REQUEST_MISSING, None, None, response_frame=frame, correlation_id=correlation_id,
-                           raw_response=payload, error="no captured request has this correlation id")
+                self._missing(frame)
+            return
+        header = pending.header
+        if not self._response_defined(header.api_key, header.api_version):
+            self._emit_pending(pending, pending.status, pending.error, response_frame=frame, raw_response=payload)
             return
         try:
-            response = self.ctx.decoder.decode_response(payload, pending.api_key, pending.api_version,
+            response = self.ctx.decoder.decode_response(payload, header.api_key, header.api_version,
                                                         request=pending.decoded, lenient=True)
         except DecodeError as e:
-            self._emit_pending(pending, MALFORMED, str(e) if pending.error is None else f"{pending.error}; {e}",
+            status = pending.status if pending.status != OK else MALFORMED
+            self._emit_pending(pending, status, str(e) if pending.error is None else f"{pending.error}; {e}",
                                response_frame=frame, raw_response=payload)
             return
-        if (pending.api_key == SASL_HANDSHAKE and pending.api_version == 0
+        if (header.api_key == SASL_HANDSHAKE and header.api_version == 0
                 and response["body"].get("error_code") == 0):
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
         if response.get("trailing_bytes"):
-            status, error = MALFORMED, "; ".join(filter(None, (error, _leftover("response", response))))
+            status = MALFORMED if status == OK else status
+            error = "; ".join(filter(None, (error, _leftover("response", response))))
         self._emit_pending(pending, status, error, response_frame=frame, response=response,
-                           raw_response=payload if response.get("trailing_bytes") else None)
+                           raw_response=payload if response.get("trailing_bytes") or pending.decoded is None else None)
+
+    def _response_defined(self, api_key: int, version: int) -> bool:
+        message = self.ctx.decoder.registry.response(api_key)
+        # ApiVersions answers a version it does not know with a v0 body: the decoder reads that.
+        return message is not None and (version in message.valid_versions or api_key == 18)
+
+    def _missing(self, frame: Frame) -> None:
+        correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
+        self._emit(REQUEST_MISSING, None, None, response_frame=frame, correlation_id=correlation_id,
+                   raw_response=frame.payload, error="no captured request has this correlation id")
 
     # -- what gaps and resyncs leave --------------------------------------------------
 
@@ -148,9 +200,9 @@ class Pairer:
         if size is not None:
             missing += f" ({len(part.payload) + 4} of {size} bytes present)"
         if is_request:
-            header = self._peek_header(part.payload) if part.claimed_size is not None else None
+            header = self._header(part.payload, part.claimed_size) if part.claimed_size is not None else None
             if header is not None:
-                self._wait(Pending(part, *header, None, GAP, missing))
+                self._wait(Pending(part, header, None, GAP, missing))
             else:
                 self._emit(GAP, part, None, error=missing, raw_request=part.payload)
             return
@@ -163,14 +215,23 @@ class Pairer:
                        correlation_id=correlation_id)
 
     def skipped(self, skip: Skipped, is_request: bool) -> None:
-        error = f"skipped {skip.length} bytes at stream offset {skip.offset} of the {'client' if is_request else 'broker'} side: {skip.reason}"
+        side = "client" if is_request else "broker"
+        if skip.captured:
+            error = f"skipped {skip.length} bytes at stream offset {skip.offset} of the {side} side: {skip.reason}"
+            span = (skip.offset, skip.length)
+        else:
+            error = f"{skip.reason} at stream offset {skip.offset} of the {side} side"
+            span = (skip.offset, 0)
         frame = Frame(b"", skip.offset, skip.first_ns, skip.first_ns, skip.first_packet)
         if is_request:
-            self._emit(GAP, frame, None, error=error, request_size=skip.length)
+            self._emit(GAP, frame, None, error=error, request_size=skip.length, request_span=span)
         else:
-            self._emit(GAP, None, None, response_frame=frame, error=error, response_size=skip.length)
+            self._emit(GAP, None, None, response_frame=frame, error=error, response_size=skip.length,
+                       response_span=span)
 
     def finish(self, why: str = "no response before the end of the capture") -> None:
+        while self.orphans:
+            self._missing(self.orphans.popitem(last=False)[1])
         for pending in list(self.pending.values()):
             self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, pending.error or why)
         self.pending.clear()
@@ -181,8 +242,7 @@ class Pairer:
 
     def _emit_pending(self, pending: Pending, status: str, error: str | None, **kw) -> None:
         raw = pending.frame.payload if pending.decoded is None or pending.status != OK else None
-        self._emit(status, pending.frame, pending.decoded, error=error, raw_request=raw,
-                   api=(pending.api_key, pending.api_version, pending.correlation_id), **kw)
+        self._emit(status, pending.frame, pending.decoded, error=error, raw_request=raw, header=pending.header, **kw)
 
     def _emit_sasl(self, token: Frame, reply: Frame | None) -> None:
         self._emit(SASL, token, None, response_frame=reply, raw_request=token.payload,
@@ -191,12 +251,19 @@ class Pairer:
 
     def _emit(self, status: str, frame, decoded: dict | None, *, response_frame=None, response: dict | None = None,
               error: str | None = None, note: str | None = None, raw_request=None, raw_response=None,
-              api=None, correlation_id=None, request_size=None, response_size=None) -> None:
+              header: RequestHeader | None = None, correlation_id=None, request_size=None, response_size=None,
+              request_span=None, response_span=None) -> None:
         ctx = self.ctx
         connection_id, client, broker = self.ids
-        if decoded is not None:
-            api = (decoded["api_key"], decoded["api_version"], decoded["correlation_id"])
-        api_key, api_version, corr = api or (None, None, correlation_id)
+        if header is not None:
+            api_key, api_version, corr, client_id = (header.api_key, header.api_version, header.correlation_id,
+                                                     header.client_id)
+        elif decoded is not None:
+            api_key, api_version, corr, client_id = (decoded["api_key"], decoded["api_version"],
+                                                     decoded["correlation_id"], decoded.get("client_id"))
+        else:
+            api_key = api_version = client_id = None
+            corr = correlation_id
         start_ns = getattr(frame, "first_ns", None)
         if self.filtering and not ctx.wanted(api_key, start_ns):
             return
@@ -208,16 +275,35 @@ class Pairer:
         ctx.out.append(Exchange(
             capture_file=ctx.capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
             request_time=ctx.time(start_ns), response_time=ctx.time(end_ns), latency_ms=latency,
-            api_key=api_key, api_name=ctx.decoder.registry.api_name(api_key) if api_key is not None else None,
-            api_version=api_version, correlation_id=corr,
-            client_id=decoded["client_id"] if decoded else None,
+            api_key=api_key, api_name=_api_name(ctx, api_key), api_version=api_version, correlation_id=corr,
+            client_id=client_id,
             request_size=request_size if request_size is not None else _frame_size(frame),
             response_size=response_size if response_size is not None else _frame_size(response_frame),
             request=decoded["body"] if decoded else None, response=response["body"] if response else None,
             status=status, error=error, note=note, raw_request=raw_request, raw_response=raw_response,
             request_packet=getattr(frame, "first_packet", None), response_packet=getattr(response_frame, "first_packet", None),
             stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
+            request_span=request_span or _span(frame), response_span=response_span or _span(response_frame),
         ))
+
+
+def _api_name(ctx, api_key: int | None) -> str | None:
+    if api_key is None:
+        return None
+    return ctx.decoder.registry.api_name(api_key) or (ctx.bundled_names or {}).get(api_key)
+
+
+def _unknown(ctx, header: RequestHeader) -> str:
+    defined = ctx.decoder.registry.request(header.api_key)
+    what = f"api key {header.api_key}" if defined is None else f"{defined.api_name} version {header.api_version}"
+    source = ctx.decoder.registry.source or "the definitions in use"
+    return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
+
+
+def _before(response: Frame, request) -> bool:
+    """Whether a held response was captured before the request now arriving (so it is not its answer)."""
+    request_ns = getattr(request, "first_ns", None)
+    return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
 
 
 def _notes(note: str | None, *decoded: dict | None) -> str | None:
@@ -240,3 +326,12 @@ def _frame_size(frame) -> int | None:
     if isinstance(frame, Partial):
         return (frame.claimed_size + 4) if frame.claimed_size is not None else len(frame.payload)
     return len(frame.payload) + 4
+
+
+def _span(frame) -> tuple[int, int] | None:
+    """The stream bytes a frame (or the part of one that was captured) covers."""
+    if frame is None:
+        return None
+    if isinstance(frame, Partial):
+        return frame.offset, len(frame.payload) + (4 if frame.claimed_size is not None else 0)
+    return frame.offset, len(frame.payload) + 4

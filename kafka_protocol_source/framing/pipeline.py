@@ -3,31 +3,36 @@
 Wires the stages together (capture readers -> TCP reassembly -> connections -> pairing) and
 streams: exchanges are yielded as they complete, and nothing holds a whole file. Problems with
 the file itself (a truncated last record, an unsupported link type) become exchanges with
-status ``capture_error`` so they are seen, not lost.
+status ``capture_error`` so they are seen, not lost. No exception escapes for a file that could
+be opened: a failure of ours inside one connection becomes an ``internal_error`` row for that
+connection and the rest of the file is still read.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import replace
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from functools import lru_cache
 
 from ..capture import CaptureError, CaptureIssue, TcpSegment, read_packets
 from ..capture.source import detect_format
 from ..codec.decoder import decoder_for
+from ..spec.headers import request_header_version
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES, FlowEvent, StreamChunk, StreamGap, reassemble
 from .connection import Connection
 from .context import DEFAULT_PORTS, CaptureContext
 from .dumps import is_dump, read_dump
-from .model import Exchange
+from .model import INTERNAL_ERROR, Exchange
+from .sniff import KnownApis
 
 CAPTURE_ERROR = "capture_error"
 # Packet-level issues that the tcp stage already turns into gaps of the streams they cut.
 _SHOWN_AS_GAPS = {"snaplen_cut"}
 
 
-def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORTS, detect_kafka: bool = True,
+def read_capture(path: str | os.PathLike, *, ports: Iterable[int] | None = DEFAULT_PORTS, detect_kafka: bool = True,
                  max_frame_size: int = 100 * 1024 * 1024, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
                  specs: str | None = None, apis: Iterable[int] | None = None,
                  window_ns: tuple[int | None, int | None] | None = None,
@@ -35,8 +40,8 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORT
                  shared_apis: Iterable[int] | None = None) -> Iterator[Exchange]:
     """Yield every Kafka exchange in the capture at ``path``.
 
-    ``ports``: broker ports (the other side is the client); ``detect_kafka``: also find Kafka on
-    other ports by decoding the first request of each connection; ``max_frame_size``: a larger
+    ``ports``: broker ports (the other side is the client; ``None``: none, find Kafka by content);
+    ``detect_kafka``: also find Kafka on other ports, by a request start in the bytes of a side; ``max_frame_size``: a larger
     claimed frame size is a framing error; ``max_buffered_bytes``: out-of-order bytes held per
     TCP direction before giving up on a hole; ``specs``: a directory of message definitions to
     decode with instead of the bundled ones. ``apis`` and ``window_ns`` (request times, ns since
@@ -47,8 +52,10 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORT
     records view needs every Metadata response to name the topics its own Fetches refer to by id).
     """
     path = os.fspath(path)
-    ctx = CaptureContext(path, decoder_for(specs), frozenset(int(p) for p in ports), detect_kafka, max_frame_size,
-                         frozenset(apis) if apis is not None else None, window_ns)
+    known, names = _bundled_knowledge()
+    ctx = CaptureContext(path, decoder_for(specs), frozenset(int(p) for p in ports or ()), detect_kafka,
+                         max_frame_size, frozenset(apis) if apis is not None else None, window_ns,
+                         known=known, bundled_names=names)
     try:
         detect_format(path)
     except CaptureError as not_a_capture:
@@ -63,6 +70,14 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] = DEFAULT_PORT
     if connection_slice[1] > 1 and shared_apis is not None:
         shared = replace(ctx, apis=frozenset(shared_apis) & ctx.apis if ctx.apis is not None else frozenset(shared_apis))
     yield from _read_packets(path, ctx, max_buffered_bytes, connection_slice, shared)
+
+
+@lru_cache(maxsize=1)
+def _bundled_knowledge():
+    """What finding Kafka relies on, from the bundled definitions whatever ``specs`` says (see ``sniff``)."""
+    registry = decoder_for(None).registry
+    names = {key: registry.api_name(key) for key in registry.api_keys()}
+    return KnownApis.from_registry(registry, request_header_version), names
 
 
 def _splittable(path: str) -> bool:
@@ -104,35 +119,64 @@ def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int, conne
             return ctx
         return shared
 
-    for ev in reassemble(segments, max_buffered_bytes=max_buffered_bytes):
+    dead: set = set()  # connections a failure of ours stopped reading
+    events = reassemble(segments, max_buffered_bytes=max_buffered_bytes)
+    while True:
+        try:
+            ev = next(events, None)
+        except Exception as e:  # noqa: BLE001 - a bug below us ends the file, not the job
+            out.append(_internal_error(ctx, None, f"reading stopped: {type(e).__name__}: {e}"))
+            ev = None
+        if ev is None:
+            break
         kind = type(ev)
-        if kind is StreamChunk:
-            conn = connections.get(ev.conn)
-            if conn is None:
-                conn = connections[ev.conn] = Connection(ev.conn, context_of(ev.conn), None)
-            conn.chunk(ev)
-        elif kind is StreamGap:
-            conn = connections.get(ev.conn)
-            if conn is None:
-                conn = connections[ev.conn] = Connection(ev.conn, context_of(ev.conn), None)
-            conn.gap(ev)
-        elif kind is FlowEvent:
-            if ev.kind == "open":
-                connections[ev.conn] = Connection(ev.conn, context_of(ev.conn), ev.initiator)
-            elif ev.kind == "close":
-                conn = connections.pop(ev.conn, None)
-                if conn is not None:
-                    conn.close(ev.detail)
-        elif kind is CaptureIssue and ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and index == 0:
-            out.append(_capture_error(ctx, f"{ev.kind} at packet {ev.packet_index} (file offset {ev.file_offset}): {ev.detail}",
-                                      packet=ev.packet_index))
+        if kind is CaptureIssue:
+            if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and index == 0:
+                out.append(_capture_error(ctx, f"{ev.kind} at packet {ev.packet_index} (file offset {ev.file_offset}): "
+                                               f"{ev.detail}", packet=ev.packet_index))
+        elif ev.conn not in dead:
+            try:
+                _route(ev, kind, connections, context_of)
+            except Exception as e:  # noqa: BLE001 - one connection's failure is that connection's row
+                dead.add(ev.conn)
+                failed = connections.pop(ev.conn, None)
+                out.append(_internal_error(ctx, failed, f"{type(e).__name__}: {e}"))
         if out:
             yield from out
             out.clear()
-    for conn in connections.values():
-        conn.close()
+    for key, conn in connections.items():
+        try:
+            conn.close()
+        except Exception as e:  # noqa: BLE001
+            out.append(_internal_error(ctx, conn, f"{type(e).__name__}: {e}"))
     yield from out
     out.clear()
+
+
+def _route(ev, kind, connections: dict, context_of) -> None:
+    if kind is StreamChunk or kind is StreamGap:
+        conn = connections.get(ev.conn)
+        if conn is None:
+            conn = connections[ev.conn] = Connection(ev.conn, context_of(ev.conn), None)
+        if kind is StreamChunk:
+            conn.chunk(ev)
+        else:
+            conn.gap(ev)
+    elif kind is FlowEvent:
+        if ev.kind == "open":
+            connections[ev.conn] = Connection(ev.conn, context_of(ev.conn), ev.initiator)
+        elif ev.kind == "close":
+            conn = connections.pop(ev.conn, None)
+            if conn is not None:
+                conn.close(ev.detail)
+
+
+def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> Exchange:
+    """A failure of ours: said as such, with the connection it stopped, so it can be reported."""
+    where = f"connection {conn.key}" if conn is not None else "the capture"
+    return replace(_capture_error(ctx, f"kafka-wire failed reading {where} (a bug; the rest of the file is read): "
+                                       f"{what}"),
+                   status=INTERNAL_ERROR, connection_id=conn.connection_label() if conn is not None else None)
 
 
 def _capture_error(ctx: CaptureContext, error: str, packet: int | None = None) -> Exchange:

@@ -1,106 +1,281 @@
 """Cheap looks at raw bytes: does a Kafka request, a response, or TLS start here?
 
-These decide where frames start after a gap or a late capture start, which side of a
-connection is the client, and whether traffic on an unconfigured port is Kafka at all. They
-read a header at most; full decoding is the pairing stage's job.
+These decide where frames start when a capture joins a connection mid-stream or after a gap,
+which side of a connection is the client, and whether traffic on an unconfigured port is Kafka
+at all. They read headers, never bodies, and know the protocol's api keys and versions from a
+table the caller hands in (the bundled one, so that a partial or forked definitions file
+changes how bodies decode, not which bytes are Kafka).
+
+A start check answers, for a position in a buffer, one of:
+
+* ``CONFIRMED``: a frame starts here and something beyond its header says so: the frames from
+  here chain exactly to a packet boundary, or a response's correlation id is one we wait for;
+* ``MAYBE``: the header is plausible but the bytes that would confirm it have not arrived;
+* ``NO``: no frame starts here.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-
-from ..codec.errors import DecodeError
-from ..spec.headers import request_header_version
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Protocol
 
 _SIZE = struct.Struct(">i")
 _REQUEST_START = struct.Struct(">ihhi")  # size, api key, version, correlation id
+_RESPONSE_START = struct.Struct(">ii")  # size, correlation id
 _CLIENT_ID_LENGTH = struct.Struct(">h")
-_MIN_REQUEST = 8  # api key, version, correlation id
-WHOLE_FRAME_LIMIT = 1 << 20
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 
+NO, MAYBE, CONFIRMED = 0, 1, 2
+MIN_REQUEST = 8  # api key, version, correlation id (header v0 has no client id)
+MIN_RESPONSE = 4  # correlation id
+# Headers of apis and versions beyond the bundled ones are still read (a newer Kafka, a vendor
+# extension), within these bounds.
+MAX_API_KEY = 0x3FFF
+MAX_API_VERSION = 0x7F
+# While resynchronising, a client id longer than this is accepted only if the connection already
+# used it: 20-kB "client ids" are what random bytes that happen to pass as a header look like.
+PLAUSIBLE_CLIENT_ID = 1024
+# Consecutive responses on one connection carry correlation ids this close: brokers answer in order,
+# clients count up by one per request (a few acks=0 Produce requests in between have no answer).
+RESPONSE_STEP = 64
 
-def request_start_check(decoder, max_frame_size: int):
-    """A start check for client->broker bytes: a size, a request header, and a body that decodes.
+# (buffer, position, final, boundary) -> NO, MAYBE or CONFIRMED. ``final``: no more bytes will
+# follow; ``boundary(p)``: whether a packet's bytes end at buffer position p.
+StartCheck = Callable[..., int]
 
-    While resyncing a whole candidate frame must decode, so that bytes inside a frame that
-    happen to look like a header are not taken for one; only a frame too large to wait for
-    (over ``WHOLE_FRAME_LIMIT``) is accepted on its header alone.
+
+class ApiVersionsTable(Protocol):
+    """Which api keys and request versions the protocol has, and which use header v0."""
+
+    def knows(self, api_key: int, version: int) -> bool: ...
+    def has_client_id(self, api_key: int, version: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KnownApis:
+    """The request versions a registry defines, as a table the sniffers can consult quickly."""
+
+    versions: dict[int, frozenset[int]]
+    header_v0: frozenset[tuple[int, int]]
+
+    @classmethod
+    def from_registry(cls, registry, header_version) -> KnownApis:
+        versions, v0 = {}, set()
+        for key in registry.api_keys():
+            message = registry.request(key)
+            valid = frozenset(message.valid_versions.versions(cap=MAX_API_VERSION))
+            versions[key] = valid
+            v0.update((key, v) for v in valid if header_version(message, v) == 0)
+        return cls(versions, frozenset(v0))
+
+    def knows(self, api_key: int, version: int) -> bool:
+        valid = self.versions.get(api_key)
+        return valid is not None and version in valid
+
+    def has_client_id(self, api_key: int, version: int) -> bool:
+        return (api_key, version) not in self.header_v0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """The part of a request header every version shares (client id absent for header v0)."""
+
+    size: int  # frame size without the prefix
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_size: int  # bytes after the size prefix up to the end of the client id
+
+
+def read_request_header(buf, pos: int, known: ApiVersionsTable, *, strict: bool, max_frame_size: int,
+                        client_id_limit: int | None = None):
+    """The request header at ``pos`` (size prefix included), ``False`` if none, ``None`` if cut.
+
+    ``strict``: only api keys and versions the table knows; otherwise any in the plausible ranges
+    (the header layout up to the client id is the same for every version with one).
     """
-    registry = decoder.registry
-    versions = {key: registry.request(key).valid_versions for key in registry.api_keys()}
-    messages = {key: registry.request(key) for key in registry.api_keys()}
+    left = len(buf) - pos
+    if left < 12:
+        return None
+    size, api_key, version, correlation_id = _REQUEST_START.unpack_from(buf, pos)
+    if size < MIN_REQUEST or size > max_frame_size or correlation_id < 0:
+        return False
+    if strict:
+        if not known.knows(api_key, version):
+            return False
+    elif not (0 <= api_key <= MAX_API_KEY and 0 <= version <= MAX_API_VERSION):
+        return False
+    if not known.has_client_id(api_key, version):
+        return RequestHeader(size, api_key, version, correlation_id, None, 8)
+    if left < 14:
+        return None
+    (client_len,) = _CLIENT_ID_LENGTH.unpack_from(buf, pos + 12)
+    if client_len < -1 or 10 + max(client_len, 0) > size:
+        return False
+    if client_id_limit is not None and client_len > client_id_limit:
+        return False
+    if left < 14 + max(client_len, 0):
+        return None
+    raw = bytes(buf[pos + 14:pos + 14 + max(client_len, 0)])
+    if _CONTROL.search(raw):
+        return False  # client ids are text
+    try:
+        client_id = None if client_len < 0 else raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return RequestHeader(size, api_key, version, correlation_id, client_id, 10 + max(client_len, 0))
 
-    def check(buf, pos: int):
-        verdict = header_check(buf, pos)
-        if not verdict:
-            return verdict
-        size = _SIZE.unpack_from(buf, pos)[0]
-        whole = len(buf) - pos >= 4 + size
-        if not whole and size <= WHOLE_FRAME_LIMIT:
-            return None
-        try:
-            decoder.decode_request(bytes(buf[pos + 4:pos + 4 + size]))
-        except DecodeError as e:
-            # Too big to wait for: plausible if what is here reads as a beginning of it.
-            return not whole and e.truncated
-        return True
 
-    def header_check(buf, pos: int):
-        left = len(buf) - pos
-        if left < 12:
-            return None
-        size, api_key, version, correlation_id = _REQUEST_START.unpack_from(buf, pos)
-        if size < _MIN_REQUEST or size > max_frame_size or correlation_id < 0:
+def request_start_check(known: ApiVersionsTable, max_frame_size: int,
+                        client_ids: Collection[str | None] = ()) -> StartCheck:
+    """A start check for client->broker bytes.
+
+    A candidate needs a header of an api key and version the table knows, with a text client
+    id. It is confirmed when the frames from it (the later ones of any plausible api: clients
+    newer than our tables exist) chain exactly to a packet boundary: a client writes whole
+    requests, so frame ends fall on segment ends, while bytes inside a body that only look like
+    a header (an ApiVersions answer is a table of small integers) chain to one by chance alone.
+    Trailing bytes inside a frame do not matter. A client id of unusual length must be one the
+    connection used before (``client_ids``, which the caller may keep growing).
+    """
+
+    def first(buf, pos: int):
+        head = read_request_header(buf, pos, known, strict=True, max_frame_size=max_frame_size,
+                                   client_id_limit=None if client_ids else PLAUSIBLE_CLIENT_ID)
+        if head and client_ids and head.client_id not in client_ids and len(head.client_id or "") > PLAUSIBLE_CLIENT_ID:
             return False
-        valid = versions.get(api_key)
-        if valid is None or version not in valid:
-            return False
-        if request_header_version(messages[api_key], version) == 0:
-            return True
-        if left < 14:
-            return None
-        (client_len,) = _CLIENT_ID_LENGTH.unpack_from(buf, pos + 12)
-        if client_len < -1 or 8 + 2 + max(client_len, 0) > size:
-            return False
-        if left < 14 + max(client_len, 0):
-            return None
-        client_id = bytes(buf[pos + 14:pos + 14 + max(client_len, 0)])
-        return not _CONTROL.search(client_id)  # client ids are text
+        return head
+
+    def following(buf, pos: int):
+        return read_request_header(buf, pos, known, strict=False, max_frame_size=max_frame_size)
+
+    def check(buf, pos: int, final: bool, boundary: Callable[[int], bool]) -> int:
+        return _chain(buf, pos, final, boundary, first, following)
 
     return check
 
 
-def response_start_check(max_frame_size: int, pending_ids):
-    """A start check for broker->client bytes: a size, then a correlation id we are waiting for.
+def response_start_check(max_frame_size: int, pending_ids: Callable[[], Collection[int]]) -> StartCheck:
+    """A start check for broker->client bytes: a size, then a correlation id.
 
-    ``pending_ids()`` returns the correlation ids of the requests still unanswered. With none
-    known (the requests were not captured), a plausible size followed by another plausible
-    size where the next frame would start is accepted instead.
+    Confirmed when the frames from it chain exactly to a packet boundary with correlation ids
+    that count up by small steps or are ones ``pending_ids()`` waits for (a broker answers a
+    connection's requests in order). A pending id alone proves nothing: small integers such as
+    1, 2, 3 fill response bodies.
     """
 
-    def check(buf, pos: int):
-        left = len(buf) - pos
-        if left < 8:
+    def first(buf, pos: int):
+        if len(buf) - pos < 8:
             return None
-        size, correlation_id = struct.unpack_from(">ii", buf, pos)
-        if size < 4 or size > max_frame_size:
+        size, correlation_id = _RESPONSE_START.unpack_from(buf, pos)
+        if size < MIN_RESPONSE or size > max_frame_size or correlation_id < 0:
             return False
-        ids = pending_ids()
-        if ids:
-            return correlation_id in ids
-        nxt = pos + 4 + size
-        if len(buf) - nxt < 4:
-            return None if left < 4 + size + 4 else True
-        (next_size,) = _SIZE.unpack_from(buf, nxt)
-        return 4 <= next_size <= max_frame_size
+        return _Response(size, correlation_id, correlation_id in pending_ids())
+
+    def check(buf, pos: int, final: bool, boundary: Callable[[int], bool]) -> int:
+        head = first(buf, pos)
+        last = [head.correlation_id if head else 0]
+
+        def following(buf, at: int):
+            nxt = first(buf, at)
+            if not nxt:
+                return nxt
+            if nxt.pending or 0 < nxt.correlation_id - last[0] <= RESPONSE_STEP:
+                last[0] = nxt.correlation_id
+                return nxt
+            return False
+
+        return _chain(buf, pos, final, boundary, lambda b, p: head, following)
 
     return check
+
+
+@dataclass(frozen=True, slots=True)
+class _Response:
+    size: int
+    correlation_id: int
+    pending: bool
+
+
+MAX_CHAIN = 64  # frames followed from a candidate before giving up on reaching a packet boundary
+
+
+def _chain(buf, pos: int, final: bool, boundary: Callable[[int], bool], first, following) -> int:
+    """Follow frames from ``pos`` (``first`` reads the candidate's header, ``following`` the later
+    ones; each returns a header, False or None when cut) until one ends on a packet boundary."""
+    head = first(buf, pos)
+    if not head:
+        return MAYBE if head is None and not final else NO
+    end = pos + 4 + head.size
+    for _ in range(MAX_CHAIN):
+        if end > len(buf):
+            return NO if final else MAYBE
+        if boundary(end):
+            return CONFIRMED
+        nxt = following(buf, end)
+        if nxt is None:
+            return NO if final else MAYBE
+        if not nxt:
+            return NO
+        end += 4 + nxt.size
+    return NO
+
+
+def first_confirmed(check: StartCheck, buf, start: int, final: bool,
+                    boundary: Callable[[int], bool]) -> tuple[int | None, int]:
+    """The first position from ``start`` where ``check`` confirms a frame, and where to resume.
+
+    Returns ``(position or None, resume)``: ``resume`` is the first position not yet ruled out
+    (a later call with more bytes can start there).
+    """
+    pos, resume = start, None
+    end = len(buf) - 4
+    while pos <= end:
+        verdict = check(buf, pos, final, boundary)
+        if verdict == CONFIRMED:
+            return pos, pos if resume is None else resume
+        if verdict == MAYBE and resume is None:
+            resume = pos
+        pos += 1
+    return None, (pos if resume is None else resume)
+
+
+def chained_ids(buf, pos: int, size_at: Callable[[int], tuple[int, int] | None], limit: int = 16) -> list[int]:
+    """Correlation ids of the frames that chain from ``pos`` (``size_at(p)``: (size, id) or None)."""
+    ids = []
+    while len(ids) < limit:
+        found = size_at(pos)
+        if found is None:
+            break
+        size, correlation_id = found
+        ids.append(correlation_id)
+        pos += 4 + size
+    return ids
+
+
+def request_ids_at(buf, pos: int) -> tuple[int, int] | None:
+    if len(buf) - pos < 12:
+        return None
+    size, _, _, correlation_id = _REQUEST_START.unpack_from(buf, pos)
+    return (size, correlation_id) if size >= MIN_REQUEST else None
+
+
+def response_ids_at(buf, pos: int) -> tuple[int, int] | None:
+    if len(buf) - pos < 8:
+        return None
+    size, correlation_id = _RESPONSE_START.unpack_from(buf, pos)
+    return (size, correlation_id) if size >= MIN_RESPONSE else None
 
 
 def looks_like_tls(data: bytes) -> bool:
-    """A TLS record header: handshake (22) or alert (21), version 3.x, plausible length."""
-    if len(data) < 5 or data[0] not in (0x15, 0x16) or data[1] != 3 or data[2] > 4:
+    """A TLS record header: change cipher spec, alert, handshake or application data (20-23), version 3.x.
+
+    No Kafka frame starts like this: the size prefix would claim over 300 MiB.
+    """
+    if len(data) < 5 or not 0x14 <= data[0] <= 0x17 or data[1] != 3 or data[2] > 4:
         return False
     return 0 < int.from_bytes(data[3:5], "big") <= 18432

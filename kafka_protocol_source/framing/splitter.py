@@ -3,8 +3,12 @@
 Owns buffering, the frame-size cap, capture times per frame, and resynchronising: a stream
 that starts mid-frame (capture started late) or resumes after a gap is scanned for the next
 position where a frame plausibly starts, as judged by the caller's ``looks_like_start``
-(plausible size, then a request header that decodes, or a known correlation id). Skipped bytes
-and frames cut short by a gap are reported, never spliced or dropped in silence.
+(see ``sniff``: a plausible header that the following bytes confirm). A candidate whose
+confirmation needs bytes that have not arrived is waited for, unless a confirmed frame start
+lies inside the span it claims: then the claim was bytes that only looked like a header, and
+the framer moves on instead of stalling the direction. Every byte fed comes out in exactly one
+``Frame``, ``Partial`` or ``Skipped``: skipped bytes and frames cut short are reported, never
+spliced or dropped in silence.
 """
 
 from __future__ import annotations
@@ -12,9 +16,8 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
-
 from .model import Frame
+from .sniff import CONFIRMED, MAYBE, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
@@ -23,13 +26,14 @@ _COMPACT_AT = 1 << 16
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """Bytes passed over while looking for a frame start."""
+    """Bytes passed over while looking for a frame start, or (``captured`` False) never captured."""
 
     offset: int
     length: int
     first_ns: int | None
     first_packet: int | None
     reason: str
+    captured: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +48,6 @@ class Partial:
     reason: str
 
 
-# (buffer, position) -> True (a frame starts here), False, or None (need more bytes to tell)
-StartCheck = Callable[[bytes, int], "bool | None"]
-
-
 class DirectionFramer:
     def __init__(self, looks_like_start: StartCheck, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  in_sync: bool = False):
@@ -59,7 +59,10 @@ class DirectionFramer:
         self.in_sync = in_sync
         self.times: deque[tuple[int, int, int]] = deque()  # (stream offset, ns, packet) per chunk
         self.skip_start: int | None = None
-        self.skip_reason = ""
+        self.skip_reason = ("the capture joined this connection mid-stream: bytes before the first frame start"
+                            if not in_sync else "resync")
+        self.scanned_to = 0  # buf position up to which no confirmed alternative start exists
+        self.chunk_starts: set[int] = set()  # stream offsets where a packet's bytes start
 
     # -- input ------------------------------------------------------------------------
 
@@ -67,13 +70,21 @@ class DirectionFramer:
         if self.base is None:
             self.base = offset
         self.times.append((offset, ns, packet))
+        self.chunk_starts.add(offset)
         self.buf += data
         return self._drain()
 
-    def gap(self, offset: int, length: int, reason: str) -> list:
-        """``length`` bytes at ``offset`` are missing: cut off what is pending and resync after."""
+    def gap(self, offset: int, length: int, reason: str, ns: int | None = None) -> list:
+        """``length`` bytes at ``offset`` are missing: cut off what is pending and resync after.
+
+        The missing bytes are said once: by the frame they cut, or else by a row of their own.
+        """
         out = self._drain(final=True)
-        out += self._cut_pending(f"{length} bytes missing from the capture ({reason})")
+        missing = f"{length} bytes missing from the capture ({reason})"
+        cut = self._cut_pending(missing)
+        out += cut
+        if not any(isinstance(item, Partial) for item in cut):
+            out.append(Skipped(offset, length, ns, None, missing, captured=False))
         self._restart(offset + length)
         self.in_sync = False
         self.skip_reason = f"resync after a gap ({reason})"
@@ -84,11 +95,6 @@ class DirectionFramer:
         out += self._cut_pending(why)
         self._restart(None)
         return out
-
-    def set_check(self, looks_like_start: StartCheck) -> list:
-        """Swap the start check (once it is known which side this is) and retry."""
-        self.looks_like_start = looks_like_start
-        return self._drain()
 
     # -- internals --------------------------------------------------------------------
 
@@ -122,33 +128,52 @@ class DirectionFramer:
     def _resync(self, out: list, final: bool) -> bool:
         """Find the next frame start; True once in sync again."""
         buf = self.buf
+        check = self.looks_like_start
         while len(buf) - self.pos >= 4:
-            verdict = self.looks_like_start(buf, self.pos)
-            if verdict is None:
-                if not final:
-                    return False  # not enough bytes to judge this position yet
-                verdict = False
-            if verdict:
+            verdict = check(buf, self.pos, final, self._boundary)
+            if verdict == CONFIRMED:
                 self._end_skip(out)
                 self.in_sync = True
                 return True
-            if self.skip_start is None:
-                self.skip_start = self.base + self.pos
-            self.pos += 1
+            if verdict == MAYBE and not final:
+                alternative = self._confirmed_after(self.pos)
+                if alternative is None:
+                    return False  # wait for the bytes that decide
+                self._skip_to(alternative)
+                continue
+            self._skip_to(self.pos + 1)
         return False
+
+    def _boundary(self, pos: int) -> bool:
+        """Whether a packet's bytes end at buffer position ``pos`` (the next one's start there)."""
+        return pos == len(self.buf) or self.base + pos in self.chunk_starts
+
+    def _skip_to(self, pos: int) -> None:
+        if self.skip_start is None:
+            self.skip_start = self.base + self.pos
+        self.pos = pos
+
+    def _confirmed_after(self, pos: int) -> int | None:
+        """A confirmed frame start after ``pos`` in what is buffered, if any (searched once per byte)."""
+        start = max(pos + 1, self.scanned_to)
+        found, resume = first_confirmed(self.looks_like_start, self.buf, start, False, self._boundary)
+        self.scanned_to = resume if found is None else found
+        return found
 
     def _end_skip(self, out: list) -> None:
         if self.skip_start is not None:
             first_ns, first_packet = self._time_at(self.skip_start)
             length = self.base + self.pos - self.skip_start
-            out.append(Skipped(self.skip_start, length, first_ns, first_packet, self.skip_reason or "resync"))
+            if length:
+                out.append(Skipped(self.skip_start, length, first_ns, first_packet, self.skip_reason))
             self.skip_start = None
 
     def _cut_pending(self, reason: str) -> list:
         out = []
         left = len(self.buf) - self.pos
         if not self.in_sync:
-            self.pos = len(self.buf)
+            if left:
+                self._skip_to(len(self.buf))
             self._end_skip(out)
             return out
         if left:
@@ -165,6 +190,8 @@ class DirectionFramer:
         self.base = offset
         self.times.clear()
         self.skip_start = None
+        self.scanned_to = 0
+        self.chunk_starts.clear()
 
     def _time_at(self, offset: int) -> tuple[int | None, int | None]:
         found = (None, None)
@@ -175,10 +202,16 @@ class DirectionFramer:
         return found
 
     def _compact(self) -> None:
+        if self.base is None:
+            return  # nothing was ever fed (a direction that carried no payload byte)
         if self.pos >= _COMPACT_AT or self.pos == len(self.buf):
             del self.buf[:self.pos]
             self.base += self.pos
+            self.scanned_to = max(0, self.scanned_to - self.pos)
             self.pos = 0
             times = self.times
             while len(times) > 1 and times[1][0] <= self.base:
                 times.popleft()
+            starts = self.chunk_starts
+            if len(starts) > 1 or (starts and min(starts) < self.base):
+                self.chunk_starts = {o for o in starts if o >= self.base}
