@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..tcp import Direction, StreamChunk, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
-from .sniff import (chained_ids, first_confirmed, looks_like_tls, request_ids_at, request_start_check,
+from .sniff import (CONFIRMED, chained_ids, first_confirmed, looks_like_tls, request_ids_at, request_start_check,
                     response_ids_at, response_start_check)
 from .splitter import DirectionFramer
 
@@ -171,8 +171,11 @@ class Connection:
         ids = chained_ids(head, start, lambda p: request_ids_at(head, p))
         other = self.first_bytes.get(reverse(direction), bytearray())
         responses = response_start_check(self.ctx.max_frame_size, lambda: ids)
-        found, _ = first_confirmed(responses, other, 0, True, self._boundary_in(reverse(direction)))
-        answered = set() if found is None else set(chained_ids(other, found, lambda p: response_ids_at(other, p)))
+        boundary = self._boundary_in(reverse(direction))
+        answered = set()  # ids of responses that start where the other side's packets start
+        for start in sorted({0} | self.chunk_ends.get(reverse(direction), set())):
+            if start < len(other) and responses(other, start, True, boundary) == CONFIRMED:
+                answered.update(chained_ids(other, start, lambda p: response_ids_at(other, p)))
         return len(answered & set(ids)), len(set(ids)), len(ids)
 
     def _boundary_in(self, direction: Direction):

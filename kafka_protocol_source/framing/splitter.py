@@ -131,6 +131,11 @@ class DirectionFramer:
         check = self.looks_like_start
         while len(buf) - self.pos >= 4:
             verdict = check(buf, self.pos, final, self._boundary)
+            if verdict == CONFIRMED and self.base + self.pos not in self.chunk_starts:
+                better = self._packet_start_inside(final)
+                if better is not None:
+                    self._skip_to(better)
+                    continue
             if verdict == CONFIRMED:
                 self._end_skip(out)
                 self.in_sync = True
@@ -143,6 +148,19 @@ class DirectionFramer:
                 continue
             self._skip_to(self.pos + 1)
         return False
+
+    def _packet_start_inside(self, final: bool) -> int | None:
+        """A confirmed start at a packet's first byte inside the frame confirmed mid-packet at ``pos``.
+
+        A frame confirmed mid-packet only because its claimed end fell on a packet boundary
+        loses to one that also starts where a packet starts: writers start frames there.
+        """
+        (size,) = _SIZE.unpack_from(self.buf, self.pos)
+        low, high = self.base + self.pos, self.base + min(self.pos + 4 + size, len(self.buf))
+        for offset in sorted(o for o in self.chunk_starts if low < o < high):
+            if self.looks_like_start(self.buf, offset - self.base, final, self._boundary) == CONFIRMED:
+                return offset - self.base
+        return None
 
     def _boundary(self, pos: int) -> bool:
         """Whether a packet's bytes end at buffer position ``pos`` (the next one's start there)."""

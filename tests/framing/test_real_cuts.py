@@ -1,0 +1,174 @@
+"""Captures cut the way real ones are: late starts, mid-frame starts, one side missing, pieces.
+
+Each sample capture is cut (``tests.cuts``) and read with and without ``ports``; every exchange
+wholly after the cut must come back paired as it was, every captured payload byte must be in
+exactly one row (``tests.accounting``), and tshark stays the floor on the cut files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import subprocess
+from collections import Counter
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from tests.accounting import check_accounting
+from tests.cuts import late_start, mid_segment, one_side, pieces, segments_of
+from tests.samples.catalog import TSHARK, samples
+
+from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response, sized
+from .test_read_capture import run
+
+CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]
+CUTS_PER_SAMPLE = 3
+
+
+def _key(e):
+    return e.api_key, e.api_version, e.correlation_id, e.client_id, e.connection_id
+
+
+def _cuts(s):
+    segments = segments_of(s.path)
+    rng = random.Random(s.name)
+    for _ in range(CUTS_PER_SAMPLE):
+        first = rng.randrange(1, len(segments) - 1)
+        yield "late", late_start(segments, first)
+        yield "mid", mid_segment(segments, first, rng.randrange(1, 40))
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+@pytest.mark.parametrize("ports", ["broker", None])
+def test_late_and_mid_frame_starts_keep_every_exchange_after_the_cut(s, ports, tmp_path):
+    options = {"ports": [s.broker_port] if ports else None}
+    whole = list(read_capture(s.path, ports=[s.broker_port]))
+    for n, (how, cut) in enumerate(_cuts(s)):
+        path = cut.write(tmp_path / f"{how}{n}.pcap")
+        after = Counter(_key(e) for e in whole
+                        if e.status == "ok" and e.request_packet is not None and e.request_packet > cut.origin)
+        rows = list(read_capture(path, **options))
+        got = Counter(_key(e) for e in rows if e.status == "ok")
+        assert not after - got, f"{how} start at packet {cut.origin}: lost {sorted(after - got)[:5]}"
+        assert check_accounting(path, **options) == []
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_a_capture_cut_into_five_pieces_reads_and_accounts_for_every_piece(s, tmp_path):
+    total = 0
+    for n, piece in enumerate(pieces(segments_of(s.path), 5)):
+        path = piece.write(tmp_path / f"piece{n}.pcap")
+        for ports in ([s.broker_port], None):
+            rows = list(read_capture(path, ports=ports))
+            assert check_accounting(path, ports=ports) == []
+        total += sum(e.status == "ok" for e in rows)
+    assert total > 0
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_one_side_missing_neither_crashes_nor_loses_bytes(s, tmp_path):
+    segments = segments_of(s.path)
+    clients = {seg.src_port for seg in segments if seg.dst_port == s.broker_port}
+    for keep, name in ((s.broker_port, "broker_only"), (min(clients), "one_client_only")):
+        path = one_side(segments, keep).write(tmp_path / f"{name}.pcap")
+        rows = list(read_capture(path, ports=[s.broker_port]))
+        assert rows and all(e.status != "internal_error" for e in rows)
+        assert check_accounting(path, ports=[s.broker_port]) == []
+
+
+def test_a_request_without_response_then_fin_is_unanswered_with_and_without_ports(tmp_path):
+    # The splitter crashed here (TypeError in _compact): the broker side never carried a byte.
+    c = Conversation()
+    c.request(metadata_v1_request(7))
+    c._segment(c.client, c.broker, 0x11, b"")  # FIN|ACK
+    c._segment(c.broker, c.client, 0x11, b"")
+    for ports in ([9092], None):
+        rows = run(tmp_path, c.pcap(), ports=ports)
+        assert [(e.status, e.api_name, e.correlation_id) for e in rows] == [("unanswered", "Metadata", 7)]
+        assert "closed (FIN)" in rows[0].error
+
+
+def test_joined_without_syn_mid_frame_the_rest_pairs_and_the_cut_bytes_are_a_gap(tmp_path):
+    c = Conversation(handshake=False)
+    c.request(metadata_v1_request(1, topics=("t" * 40,)), pieces=2)
+    c.response(metadata_v1_response(1))
+    for i in range(2, 5):
+        c.request(metadata_v1_request(i))
+        c.response(metadata_v1_response(i))
+    data = c.pcap(drop=(0,))  # the capture starts with the request's second segment
+    for ports in ([9092], None):
+        rows = run(tmp_path, data, ports=ports)
+        assert [(e.status, e.correlation_id) for e in rows if e.status == "ok"] == [("ok", 2), ("ok", 3), ("ok", 4)]
+        gaps = [e for e in rows if e.status == "gap"]
+        assert gaps and "mid-stream" in gaps[0].error
+        missing = [e for e in rows if e.status == "request_missing"]
+        assert [e.correlation_id for e in missing] == [1]
+
+
+def _api_versions_v0(correlation_id: int, client_id: str = "rdkafka", pad: bytes = b"\x00" * 4) -> bytes:
+    return struct.pack(">hhi", 18, 0, correlation_id) + struct.pack(">h", len(client_id)) + client_id.encode() + pad
+
+
+def _api_versions_v0_response(correlation_id: int) -> bytes:
+    keys = [(0, 0, 9), (1, 0, 12), (3, 0, 12), (18, 0, 3)]
+    return struct.pack(">ihi", correlation_id, 0, len(keys)) + b"".join(struct.pack(">hhh", *k) for k in keys)
+
+
+def test_librdkafka_padded_api_versions_v0_on_a_connection_joined_without_syn(tmp_path):
+    c = Conversation(handshake=False)
+    c.request(metadata_v1_request(40, client_id="rdkafka"))
+    c.response(metadata_v1_response(40))
+    c.request(_api_versions_v0(41))
+    c.response(_api_versions_v0_response(41))
+    c.request(metadata_v1_request(42, client_id="rdkafka"))
+    c.response(metadata_v1_response(42))
+    rows = run(tmp_path, c.pcap(), ports=[9092])
+    assert [e.correlation_id for e in rows] == [40, 41, 42]
+    assert not [e for e in rows if e.status in ("gap", "request_missing")]
+    padded = rows[1]
+    assert padded.api_name == "ApiVersions" and padded.request == {} and padded.response["api_keys"]
+    assert "4 bytes left after the request body" in padded.error  # said, not hidden; the body is kept
+
+
+def test_bytes_that_only_look_like_a_huge_request_do_not_stall_the_direction(tmp_path):
+    # After a gap, the first position that parses is a Produce v0 header claiming 1.3 MB with a
+    # long "client id"; the real frames after it must still pair.
+    c = Conversation()
+    c.request(metadata_v1_request(1))
+    c.response(metadata_v1_response(1))
+    junk = struct.pack(">ihhih", 1_300_000, 0, 0, 5, 300) + b"x" * 300 + b"\x01\x02"
+    c.send(c.client, junk)
+    for i in (2, 3):
+        c.request(metadata_v1_request(i))
+        c.response(metadata_v1_response(i))
+    rows = run(tmp_path, c.pcap(drop=(2,)), ports=[9092])  # the first request's segment is lost
+    assert [(e.status, e.correlation_id) for e in rows if e.status == "ok"] == [("ok", 2), ("ok", 3)]
+    assert check_accounting(tmp_path / "c.pcap", ports=[9092]) == []
+
+
+def _tshark_requests(path, port: int) -> Counter:
+    cmd = [TSHARK, "-r", str(path), "-n", "-d", f"tcp.port=={port},kafka", "-Y", "kafka.request_key",
+           "-T", "json", "--no-duplicate-keys", "-j", "kafka"]
+    found = Counter()
+    for packet in json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout or "[]"):
+        layers = packet["_source"]["layers"]["kafka"]
+        for k in layers if isinstance(layers, list) else [layers]:
+            if "kafka.request_key" in k and "kafka.correlation_id" in k:
+                client_id = k.get("kafka.client_id")
+                found[(int(k["kafka.request_key"]), int(k["kafka.request.version"]), int(k["kafka.correlation_id"]),
+                       client_id[0] if isinstance(client_id, list) else client_id)] += 1
+    return found
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_tshark_is_the_floor_on_late_starts(s, tmp_path):
+    for n, (how, cut) in enumerate(_cuts(s)):
+        path = cut.write(tmp_path / f"{how}{n}.pcap")
+        theirs = _tshark_requests(path, s.broker_port)
+        for ports in ([s.broker_port], None):
+            ours = Counter((e.api_key, e.api_version, e.correlation_id, e.client_id)
+                           for e in read_capture(path, ports=ports) if e.api_key is not None and e.request_size)
+            assert not theirs - ours, f"{how} start at packet {cut.origin}, ports={ports}: {sorted(theirs - ours)[:5]}"
