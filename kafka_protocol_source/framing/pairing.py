@@ -295,7 +295,11 @@ def _api_name(ctx, api_key: int | None) -> str | None:
 
 def _unknown(ctx, header: RequestHeader) -> str:
     defined = ctx.decoder.registry.request(header.api_key)
-    what = f"api key {header.api_key}" if defined is None else f"{defined.api_name} version {header.api_version}"
+    name = _api_name(ctx, header.api_key)
+    if defined is None:
+        what = f"{name} (api key {header.api_key})" if name else f"api key {header.api_key}"
+    else:
+        what = f"{name} version {header.api_version}"
     source = ctx.decoder.registry.source or "the definitions in use"
     return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
 

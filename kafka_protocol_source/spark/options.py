@@ -80,7 +80,7 @@ class ReadOptions:
             if api_key is None:
                 raise OptionError("apiVersion needs api (e.g. .option('api', 'Produce').option('apiVersion', 9))")
             api_version = _int(opts, "apiversion")
-            valid = registry.request(api_key).valid_versions
+            valid = (registry.request(api_key) or decoder_for(None).registry.request(api_key)).valid_versions
             if api_version not in valid:
                 raise OptionError(f"{registry.api_name(api_key)} has no version {api_version} (versions {valid})")
         if api_key is not None and view != "exchanges":
@@ -119,13 +119,18 @@ def _paths(opts: dict) -> tuple[str, ...]:
 
 
 def _api(registry, text: str) -> int:
+    """An api by name or key: the definitions in use first, then Kafka's own (bundled) table, so
+    that an api a partial definitions file lacks still selects its exchanges (as unknown_api)."""
     text = text.strip()
+    bundled = decoder_for(None).registry
     if text.lstrip("-").isdigit():
         key = int(text)
-        if registry.request(key) is None:
+        if registry.request(key) is None and bundled.request(key) is None:
             raise OptionError(f"unknown api key {key}")
         return key
     key = registry.api_key_by_name(text)
+    if key is None:
+        key = bundled.api_key_by_name(text)
     if key is None:
         raise OptionError(f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)")
     return key

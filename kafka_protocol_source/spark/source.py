@@ -84,10 +84,15 @@ def default_schema(options: ReadOptions) -> StructType:
     else:
         registry = decoder_for(options.specs).registry
         request, response = registry.request(options.api_key), registry.response(options.api_key)
-        versions = [options.api_version] if options.api_version is not None else list(request.valid_versions.versions())
-        schema = exchange_schema((typed_body_type(registry, request.name, versions),
-                                  typed_body_type(registry, response.name,
-                                                  [v for v in versions if v in response.valid_versions])))
+        if request is None or response is None:
+            # The definitions in use lack this api: its rows come as unknown_api, with no typed fields.
+            schema = exchange_schema((StructType([]), StructType([])))
+        else:
+            versions = ([options.api_version] if options.api_version is not None
+                        else list(request.valid_versions.versions()))
+            schema = exchange_schema((typed_body_type(registry, request.name, versions),
+                                      typed_body_type(registry, response.name,
+                                                      [v for v in versions if v in response.valid_versions])))
     if options.corrupt_requested and options.view == "exchanges":
         schema = StructType(schema.fields + [StructField(options.corrupt_column, BinaryType())])
     return schema

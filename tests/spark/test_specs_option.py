@@ -54,3 +54,35 @@ def test_a_krammar_file_without_headers_is_refused(spark, tmp_path):
                         "  ErrorCode: int16\n")
     with pytest.raises(AnalysisException, match=r"does not define RequestHeader or ResponseHeader"):
         read(spark, TANSU_CONFLUENT, specs=str(only_api))
+
+
+PARTIAL = ("FindCoordinatorRequest", "FindCoordinatorResponse", "RequestHeader", "ResponseHeader")
+
+
+@pytest.fixture(scope="module")
+def find_coordinator_only(tmp_path_factory) -> str:
+    import shutil
+
+    folder = tmp_path_factory.mktemp("partial")
+    for name in PARTIAL:
+        shutil.copy(DEFAULT_SPECS / f"{name}.json", folder / f"{name}.json")
+    return str(folder)
+
+
+def test_partial_definitions_pair_every_exchange_and_type_only_what_they_define(spark, find_coordinator_only):
+    pairing = ("connection_id", "correlation_id", "api_key", "api_version", "client_id", "request_size",
+               "response_size", "latency_ms")
+    full = read(spark, TANSU_CONFLUENT)
+    partial = read(spark, TANSU_CONFLUENT, specs=find_coordinator_only)
+    assert_df_equality(partial.select(*pairing), full.select(*pairing), ignore_row_order=True)
+    statuses = {r.status: r.n for r in partial.groupBy("status").agg({"*": "count"}).toDF("status", "n").collect()}
+    assert statuses["unknown_api"] > 0 and statuses["ok"] == full.where("api_name = 'FindCoordinator'").count()
+
+    # An api the file lacks: typed rows without typed fields, each saying why; no failure.
+    produce = read(spark, TANSU_CONFLUENT, specs=find_coordinator_only, api="Produce").collect()
+    assert produce and {r.status for r in produce} == {"unknown_api"}
+    assert all("Produce" in r.error and find_coordinator_only in r.error for r in produce)
+    coordinator = read(spark, TANSU_CONFLUENT, specs=find_coordinator_only, api="FindCoordinator").collect()
+    assert coordinator and all(r.status == "ok" and r.request is not None for r in coordinator)
+    # Records are read from Produce and Fetch bodies: none here, and the read still works.
+    assert read(spark, TANSU_CONFLUENT, specs=find_coordinator_only, view="records").count() == 0
