@@ -52,12 +52,13 @@ class Connection:
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
         self.first_ns: int | None = None
+        self.first_packet: int | None = None
 
     # -- events from the tcp stage ----------------------------------------------------
 
     def chunk(self, ev: StreamChunk) -> None:
         if self.first_ns is None:
-            self.first_ns = ev.timestamp_ns
+            self.first_ns, self.first_packet = ev.timestamp_ns, ev.packet_index
         if self.kafka is None:
             self._hold(ev, len(ev.data))
             head = self.first_bytes.setdefault(ev.direction, bytearray())
@@ -215,7 +216,8 @@ class Connection:
     def _emit_tls(self) -> None:
         broker = reverse(self.client)
         self.ctx.out.append(Exchange(
-            capture_file=self.ctx.capture_file, connection_id=self._connection_id(),
+            capture_file=self.ctx.locate(self.first_packet)[0], completed_at=self.ctx.position,
+            connection_id=self._connection_id(),
             client_address=address(self.client.src_ip, self.client.src_port),
             broker_address=address(broker.src_ip, broker.src_port),
             request_time=self.ctx.time(self.first_ns), response_time=None, latency_ms=None,

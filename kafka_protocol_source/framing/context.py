@@ -15,6 +15,8 @@ from .model import Exchange
 from .sniff import KnownApis
 
 DEFAULT_PORTS = frozenset({9092})
+FILE_SHIFT = 40
+FILE_MASK = (1 << FILE_SHIFT) - 1
 
 
 @dataclass(slots=True)
@@ -29,6 +31,16 @@ class CaptureContext:
     out: list[Exchange] = field(default_factory=list)
     known: KnownApis | None = None  # the bundled api keys and versions: what finding Kafka relies on
     bundled_names: dict[int, str] | None = None  # api names for keys the definitions in use lack
+    # A session of several files (rotated captures) is read as one: packet indices are global,
+    # ``FILE_SHIFT`` bits per file, and ``files`` names them in order.
+    files: tuple[str, ...] = ()
+    position: int | None = None  # global index of the packet being read (None: past the end)
+
+    def locate(self, packet: int | None) -> tuple[str, int | None]:
+        """The file and in-file index of a global packet index (the first file when unknown)."""
+        if packet is None or not self.files:
+            return self.capture_file, packet
+        return self.files[packet >> FILE_SHIFT], packet & FILE_MASK
 
     def wanted(self, api_key: int | None, request_ns: int | None) -> bool:
         """Whether an exchange passes the api and time filters (unknown values do not)."""

@@ -65,3 +65,7 @@ class Exchange:
     # captured payload byte of a Kafka connection lies in exactly one row's span
     request_span: tuple[int, int] | None = None
     response_span: tuple[int, int] | None = None
+    # Where the row was complete: global index of the packet whose reading produced it (see
+    # CaptureContext.locate), None when only the end of the input did (still open then). The
+    # streaming reader emits each row once, in the micro-batch holding this packet.
+    completed_at: int | None = None

@@ -272,8 +272,14 @@ class Pairer:
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns is not None and end_ns is not None else None
         if decoded is not None or response is not None:
             note = _notes(note, decoded, response)
+        request_packet = getattr(frame, "first_packet", None)
+        response_packet = getattr(response_frame, "first_packet", None)
+        capture_file, request_packet = ctx.locate(request_packet)
+        response_file, response_packet = ctx.locate(response_packet)
+        if frame is None:
+            capture_file = response_file  # the file where the exchange started
         ctx.out.append(Exchange(
-            capture_file=ctx.capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
+            capture_file=capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
             request_time=ctx.time(start_ns), response_time=ctx.time(end_ns), latency_ms=latency,
             api_key=api_key, api_name=_api_name(ctx, api_key), api_version=api_version, correlation_id=corr,
             client_id=client_id,
@@ -281,7 +287,7 @@ class Pairer:
             response_size=response_size if response_size is not None else _frame_size(response_frame),
             request=decoded["body"] if decoded else None, response=response["body"] if response else None,
             status=status, error=error, note=note, raw_request=raw_request, raw_response=raw_response,
-            request_packet=getattr(frame, "first_packet", None), response_packet=getattr(response_frame, "first_packet", None),
+            request_packet=request_packet, response_packet=response_packet, completed_at=ctx.position,
             stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
             request_span=request_span or _span(frame), response_span=response_span or _span(response_frame),
         ))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
@@ -22,7 +22,7 @@ from ..codec.decoder import decoder_for
 from ..spec.headers import request_header_version
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES, FlowEvent, StreamChunk, StreamGap, reassemble
 from .connection import Connection
-from .context import DEFAULT_PORTS, CaptureContext
+from .context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
 from .dumps import is_dump, read_dump
 from .model import INTERNAL_ERROR, Exchange
 from .sniff import KnownApis
@@ -32,13 +32,20 @@ CAPTURE_ERROR = "capture_error"
 _SHOWN_AS_GAPS = {"snaplen_cut"}
 
 
-def read_capture(path: str | os.PathLike, *, ports: Iterable[int] | None = DEFAULT_PORTS, detect_kafka: bool = True,
+def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
+                 ports: Iterable[int] | None = DEFAULT_PORTS, detect_kafka: bool = True,
                  max_frame_size: int = 100 * 1024 * 1024, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
                  specs: str | None = None, apis: Iterable[int] | None = None,
                  window_ns: tuple[int | None, int | None] | None = None,
                  connection_slice: tuple[int, int] = (0, 1),
-                 shared_apis: Iterable[int] | None = None) -> Iterator[Exchange]:
+                 shared_apis: Iterable[int] | None = None,
+                 packet_limits: Mapping[str, int] | None = None) -> Iterator[Exchange]:
     """Yield every Kafka exchange in the capture at ``path``.
+
+    ``path`` may be a list of captures of one session (rotated files, in time order): they are
+    read as one capture, so connections, frames and exchanges span files; each row's
+    ``capture_file`` is the file where its exchange started. ``packet_limits``: read at most
+    this many packets of the files it names (a file still being written).
 
     ``ports``: broker ports (the other side is the client; ``None``: none, find Kafka by content);
     ``detect_kafka``: also find Kafka on other ports, by a request start in the bytes of a side; ``max_frame_size``: a larger
@@ -51,11 +58,12 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] | None = DEFAU
     ``shared_apis``: with a slice, also read the other connections, but for these apis only (the
     records view needs every Metadata response to name the topics its own Fetches refer to by id).
     """
-    path = os.fspath(path)
+    paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+    path = paths[0]
     known, names = _bundled_knowledge()
     ctx = CaptureContext(path, decoder_for(specs), frozenset(int(p) for p in ports or ()), detect_kafka,
                          max_frame_size, frozenset(apis) if apis is not None else None, window_ns,
-                         known=known, bundled_names=names)
+                         known=known, bundled_names=names, files=tuple(paths))
     try:
         detect_format(path)
     except CaptureError as not_a_capture:
@@ -69,7 +77,7 @@ def read_capture(path: str | os.PathLike, *, ports: Iterable[int] | None = DEFAU
     shared = None
     if connection_slice[1] > 1 and shared_apis is not None:
         shared = replace(ctx, apis=frozenset(shared_apis) & ctx.apis if ctx.apis is not None else frozenset(shared_apis))
-    yield from _read_packets(path, ctx, max_buffered_bytes, connection_slice, shared)
+    yield from _read_packets(paths, ctx, max_buffered_bytes, connection_slice, shared, packet_limits or {})
 
 
 @lru_cache(maxsize=1)
@@ -105,11 +113,36 @@ def _in_slice(segments, connection_slice: tuple[int, int]):
         yield item
 
 
-def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int, connection_slice,
-                  shared: CaptureContext | None) -> Iterator[Exchange]:
+def _session_packets(paths: list[str], ctx: CaptureContext, shared: CaptureContext | None,
+                     limits: Mapping[str, int]) -> Iterator:
+    """The segments and issues of every file in turn, with global packet indices (see ``locate``);
+    keeps ``ctx.position`` at the packet being read."""
+    contexts = (ctx,) if shared is None else (ctx, shared)
+    for number, path in enumerate(paths):
+        limit = limits.get(path)
+        shift = number << FILE_SHIFT
+        try:
+            items = read_packets(path)
+        except CaptureError as e:
+            yield CaptureIssue(shift, 0, "corrupt_file", f"{path}: {e}")
+            continue
+        for item in items:
+            if limit is not None and item.packet_index >= limit:
+                break
+            if shift:
+                item = replace(item, packet_index=item.packet_index + shift)
+            for c in contexts:
+                c.position = item.packet_index
+            yield item
+    for c in contexts:
+        c.position = None
+
+
+def _read_packets(paths: list[str], ctx: CaptureContext, max_buffered_bytes: int, connection_slice,
+                  shared: CaptureContext | None, limits: Mapping[str, int]) -> Iterator[Exchange]:
     connections: dict = {}
     out = ctx.out
-    segments = read_packets(path)
+    segments = _session_packets(paths, ctx, shared, limits)
     index, count = connection_slice
     if count > 1 and shared is None:
         segments = _in_slice(segments, connection_slice)
@@ -132,7 +165,8 @@ def _read_packets(path: str, ctx: CaptureContext, max_buffered_bytes: int, conne
         kind = type(ev)
         if kind is CaptureIssue:
             if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and index == 0:
-                out.append(_capture_error(ctx, f"{ev.kind} at packet {ev.packet_index} (file offset {ev.file_offset}): "
+                _, local = ctx.locate(ev.packet_index)
+                out.append(_capture_error(ctx, f"{ev.kind} at packet {local} (file offset {ev.file_offset}): "
                                                f"{ev.detail}", packet=ev.packet_index))
         elif ev.conn not in dead:
             try:
@@ -180,8 +214,10 @@ def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> 
 
 
 def _capture_error(ctx: CaptureContext, error: str, packet: int | None = None) -> Exchange:
+    capture_file, local = ctx.locate(packet)
     return Exchange(
-        capture_file=ctx.capture_file, connection_id=None, client_address=None, broker_address=None,
+        capture_file=capture_file, connection_id=None, client_address=None, broker_address=None,
         request_time=None, response_time=None, latency_ms=None, api_key=None, api_name=None, api_version=None,
         correlation_id=None, client_id=None, request_size=None, response_size=None, request=None, response=None,
-        status=CAPTURE_ERROR, error=error, request_packet=packet)
+        status=CAPTURE_ERROR, error=error, request_packet=local,
+        completed_at=packet if packet is not None else ctx.position)

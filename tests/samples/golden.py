@@ -52,8 +52,8 @@ def jsonable(value, trim: int | None = None):
     raise TypeError(f"no JSON rendering for {type(value).__name__}: {value!r}")
 
 
-# Which stream bytes a row holds: the accounting check (tests/accounting.py) verifies these.
-_CHECKED_ELSEWHERE = frozenset({"request_span", "response_span"})
+# Which stream bytes a row holds (the accounting check verifies these) and where it completed (streaming).
+_CHECKED_ELSEWHERE = frozenset({"request_span", "response_span", "completed_at"})
 
 
 def render(e: Exchange, trim: int | None = None) -> dict:

@@ -1,0 +1,72 @@
+"""What a capture file holds, from its record headers alone: link types, time span, packet count.
+
+Owns the facts that decide which files are pieces of one capture session (rotated by
+``tcpdump -G``/``-C`` or a ``dumpcap`` ring buffer) and how far a file still being written can
+be read: the packets that are complete so far. Does not look inside packets.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .model import CaptureError, CaptureIssue
+from .pcap import read_pcap_frames
+from .pcapng import read_pcapng_frames
+from .source import open_capture
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureSummary:
+    path: str
+    container: str  # "pcap" or "pcapng"
+    gzipped: bool
+    linktypes: frozenset[int]
+    first_ns: int | None  # time of the first packet (None: no packet, or no times recorded)
+    last_ns: int | None
+    packets: int  # whole packets: a record cut by the end of the file is not counted
+    size: int  # file size when it was summarised
+    complete: bool  # ends on a record boundary (nothing cut short)
+
+
+def summarize(path: str) -> CaptureSummary | None:
+    """The summary of a capture file, or None when it is not a pcap/pcapng capture (or unreadable)."""
+    try:
+        size = os.path.getsize(path)
+        with open_capture(path) as (read, fmt, head):
+            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+            linktypes, first, last, packets, complete = set(), None, None, 0, True
+            for frame in frames:
+                if isinstance(frame, CaptureIssue):
+                    complete = complete and frame.kind != "truncated_file"
+                    continue
+                _, _, ts, linktype, _, _ = frame
+                linktypes.add(linktype)
+                if ts:
+                    first = ts if first is None else min(first, ts)
+                    last = ts if last is None else max(last, ts)
+                packets += 1
+    except (CaptureError, OSError):
+        return None
+    return CaptureSummary(path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete)
+
+
+def sessions(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[CaptureSummary]]:
+    """Group files into capture sessions: chains in time order, each file starting where the one
+    before it ended (within ``tolerance_ns``, never before it), with the same link types.
+
+    Files without packets or times stand alone. Order comes from the captures' own times, not
+    from names or modification times.
+    """
+    timed = sorted((s for s in summaries if s.first_ns is not None), key=lambda s: (s.first_ns, s.last_ns, s.path))
+    chains: list[list[CaptureSummary]] = []
+    for summary in timed:
+        for chain in chains:
+            tail = chain[-1]
+            if tail.linktypes == summary.linktypes and 0 <= summary.first_ns - tail.last_ns <= tolerance_ns:
+                chain.append(summary)
+                break
+        else:
+            chains.append([summary])
+    untimed = [[s] for s in summaries if s.first_ns is None]
+    return chains + untimed
