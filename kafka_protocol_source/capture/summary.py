@@ -38,7 +38,9 @@ def summarize(path: str) -> CaptureSummary | None:
             linktypes, first, last, packets, complete = set(), None, None, 0, True
             for frame in frames:
                 if isinstance(frame, CaptureIssue):
-                    complete = complete and frame.kind != "truncated_file"
+                    if frame.kind == "truncated_file":
+                        complete = False
+                        packets = min(packets, frame.packet_index)  # the record it cut is not whole
                     continue
                 _, _, ts, linktype, _, _ = frame
                 linktypes.add(linktype)

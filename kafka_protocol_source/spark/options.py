@@ -33,8 +33,19 @@ OPTION_DOC = {
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
     "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
-    "maxFilesPerTrigger": "streaming: at most this many new captures per micro-batch",
-    "minFileAge": "streaming: seconds a file must stay unmodified before it is read (default 2)",
+    "stitch": "true (default): files of one rotated capture session are read as one capture",
+    "stitchTolerance": "seconds between one file's last packet and the next one's first for them to "
+                       "be one session (default 60)",
+    "maxFilesPerTrigger": "streaming: at most this many files with new packets per micro-batch",
+    "maxBytesPerTrigger": "streaming: about this many bytes of files with new packets per micro-batch",
+    "minFileAge": "streaming: seconds a new file must exist before it is read (default 0: whole "
+                  "packets are read as they are written)",
+    "maxFileAge": "streaming: files modified this many seconds before the newest are ignored "
+                  "(default 604800, a week)",
+    "idleTimeout": "streaming: seconds of capture time after which a request still unanswered is "
+                   "given up (default 300)",
+    "quietTimeout": "streaming: seconds without a new packet in the folder after which the exchanges "
+                    "still open are emitted (default 60)",
 }
 
 
@@ -60,6 +71,8 @@ class ReadOptions:
     recursive: bool = False
     glob_filter: str | None = None
     split_size: int = DEFAULT_SPLIT_SIZE
+    stitch: bool = True
+    stitch_tolerance_ns: int = 60 * 10**9
 
     @classmethod
     def parse(cls, options) -> ReadOptions:
@@ -100,6 +113,8 @@ class ReadOptions:
             max_buffered_bytes=_int(opts, "maxbufferedbytes", 16 * 1024 * 1024, low=0),
             specs=opts.get("specs"), recursive=_bool(opts, "recursivefilelookup", False),
             glob_filter=opts.get("pathglobfilter"), split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
+            stitch=_bool(opts, "stitch", True),
+            stitch_tolerance_ns=int(_seconds(opts, "stitchtolerance", 60.0) * 1e9),
         )
 
 
@@ -134,6 +149,18 @@ def _api(registry, text: str) -> int:
     if key is None:
         raise OptionError(f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)")
     return key
+
+
+def _seconds(opts: dict, key: str, default: float) -> float:
+    if key not in opts:
+        return default
+    try:
+        value = float(opts[key])
+    except ValueError:
+        raise OptionError(f"{key} must be a number of seconds, not {opts[key]!r}") from None
+    if value < 0:
+        raise OptionError(f"{key} must not be negative, not {opts[key]!r}")
+    return value
 
 
 def _int(opts: dict, key: str, default: int | None = None, low: int | None = None) -> int:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from ..capture.summary import sessions, summarize
 from ..framing import CAPTURE_ERROR, read_capture
+from ..framing.context import FILE_MASK, FILE_SHIFT
 from .arrow import BatchBuilder
 from .options import ReadOptions
 from .records_view import TopicNames, record_rows
@@ -20,7 +23,8 @@ from .rows import exchange_row
 
 BATCH_ROWS = 2048
 MAX_SPLITS_PER_FILE = 64
-MALFORMED_STATUSES = frozenset({"malformed", "gap", CAPTURE_ERROR})
+DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
+MALFORMED_STATUSES = frozenset({"malformed", "gap", CAPTURE_ERROR, "internal_error"})
 # The records view needs Produce and Fetch, and the responses that name topics by id (from
 # every connection, also those another partition of a split capture reads records from).
 TOPIC_NAMING_APIS = frozenset({3, 19, 75})
@@ -28,17 +32,64 @@ RECORDS_VIEW_APIS = frozenset({0, 1}) | TOPIC_NAMING_APIS
 
 
 class CapturePartition(InputPartition):
-    def __init__(self, path: str, index: int = 0, count: int = 1):
-        super().__init__((path, index, count))
-        self.path, self.index, self.count = path, index, count
+    """Files of one capture session (usually one file), one connection slice of them, and for a
+    stream the packets to read (``limits``) and which rows are new (``emit``)."""
+
+    def __init__(self, paths, index: int = 0, count: int = 1, limits: dict | None = None,
+                 emit: EmitRule | None = None):
+        paths = (paths,) if isinstance(paths, str) else tuple(paths)
+        super().__init__((paths, index, count))
+        self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
+
+    @property
+    def path(self) -> str:
+        return self.paths[0] if self.paths else ""
 
 
-def plan_partitions(files, split_size: int) -> list[CapturePartition]:
-    """A partition per file; a file over ``split_size`` bytes is shared by several, by connection."""
+@dataclass(frozen=True)
+class EmitRule:
+    """Which rows of a re-read are a micro-batch's own: those completed by a packet past
+    ``new_from`` (packets already consumed, per file), and rows still open at the end whose
+    request went stale (no answer for the idle timeout) during this micro-batch."""
+
+    new_from: dict
+    stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
+    stale_to_ns: int | None
+    after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
+
+    def wants(self, ex, paths) -> bool:
+        if (self.after_flush and ex.request_packet is not None
+                and ex.request_packet < self.new_from.get(ex.capture_file, 0)):
+            return False  # its request was open at the flush, and was emitted then as unanswered
+        if ex.completed_at is not None:
+            path = paths[ex.completed_at >> FILE_SHIFT]
+            return (ex.completed_at & FILE_MASK) >= self.new_from.get(path, 0)
+        if self.stale_to_ns is None:
+            return False
+        when = ex.request_time or ex.response_time
+        if when is None:
+            return True
+        ns = int(when.timestamp() * 1_000_000) * 1000
+        return (self.stale_from_ns is None or ns >= self.stale_from_ns) and ns < self.stale_to_ns
+
+
+def plan_partitions(files, split_size: int, stitch: bool = False,
+                    tolerance_ns: int = DEFAULT_STITCH_TOLERANCE_NS) -> list[CapturePartition]:
+    """Partitions of a batch read: one per capture session (files of a rotated capture, when
+    ``stitch``; else one per file); one over ``split_size`` bytes is shared by several, by connection."""
+    groups = [[f] for f in files]
+    if stitch and len(files) > 1:
+        summaries = {f: summarize(f) for f in files}
+        captures = [s for s in summaries.values() if s is not None]
+        groups = [[s.path for s in chain] for chain in sessions(captures, tolerance_ns)]
+        groups += [[f] for f, s in summaries.items() if s is None]
+        order = {f: i for i, f in enumerate(files)}
+        groups.sort(key=lambda g: order[g[0]])
     parts = []
-    for path in files:
-        count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(os.path.getsize(path) / split_size)))
-        parts += [CapturePartition(path, i, count) for i in range(count)]
+    for group in groups:
+        size = sum(os.path.getsize(f) for f in group)
+        count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / split_size)))
+        parts += [CapturePartition(tuple(group), i, count) for i in range(count)]
     return parts
 
 
@@ -63,14 +114,21 @@ class PartitionReader:
         o = self.options
         records_view = o.view == "records"
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
-        exchanges = read_capture(partition.path, ports=o.ports, detect_kafka=o.detect_kafka,
+        paths = partition.paths
+        exchanges = read_capture(list(paths), ports=o.ports, detect_kafka=o.detect_kafka,
                                  max_frame_size=o.max_frame_size, max_buffered_bytes=o.max_buffered_bytes,
                                  specs=o.specs, apis=apis, window_ns=self.window,
                                  connection_slice=(partition.index, partition.count),
-                                 shared_apis=TOPIC_NAMING_APIS if records_view else None)
+                                 shared_apis=TOPIC_NAMING_APIS if records_view else None,
+                                 packet_limits=partition.limits)
+        emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
         for ex in exchanges:
+            if emit is not None and not emit.wants(ex, paths):
+                if records_view:
+                    names.learn(ex)  # topic ids named in the tail re-read still name later Fetches
+                continue
             if ex.status in MALFORMED_STATUSES:
                 if o.mode == "FAILFAST":
                     raise RuntimeError(_failfast_message(ex))

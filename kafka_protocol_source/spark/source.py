@@ -107,7 +107,8 @@ class KafkaWireReader(DataSourceReader):
         self.window: tuple[int | None, int | None] | None = None
 
     def partitions(self):
-        return plan_partitions(self.files, self.options.split_size) or [CapturePartition("", 0, 0)]
+        o = self.options
+        return plan_partitions(self.files, o.split_size, o.stitch, o.stitch_tolerance_ns) or [CapturePartition((), 0, 0)]
 
     def read(self, partition: CapturePartition):
         yield from PartitionReader(self.options, self.schema, self.apis, self.window).read(partition)

@@ -1,86 +1,205 @@
-"""``spark.readStream.format("kafka-wire")``: follow a capture directory as new files land.
+"""``spark.readStream.format("kafka-wire")``: follow a capture directory as rotated files land.
 
-Each micro-batch reads the files that appeared since the last one, whole, through the same
-partition reader as batch reads. The offset is the newest modification time consumed plus the
-files consumed at exactly that time, so files are read once, in order of arrival, across
-restarts. A file counts as complete once it has not changed for ``minFileAge`` seconds (capture
-tools write for a while); ``maxFilesPerTrigger`` bounds a micro-batch. As with Spark's file
-source, a file that arrives later with an older modification time than what was consumed is
-not picked up.
+The offset is, per file, how many whole packets have been consumed (and the time of its first
+packet, so that a ring buffer reusing a name is a new file), plus the capture time of the last
+packet consumed: deterministic JSON computed from the files alone, so ``latestOffset`` and
+``partitions`` give the same answer for the same folder, and a restart from the checkpoint
+re-plans exactly the same micro-batch. Files are remembered by path, so one copied in with an
+old modification time is read too (files modified ``maxFileAge`` before the newest are ignored).
+
+A micro-batch re-reads, for each capture session with new packets, a tail of the session long
+enough to rebuild every connection still open (the files holding the last ``idleTimeout`` of
+capture time before the new packets), and emits only the rows that complete in the new packets:
+a response arriving, a connection closing, bytes skipped. A request still unanswered when the
+new packets end is held (the next micro-batch re-reads it) until it has waited ``idleTimeout``
+of capture time, or the folder has had no new packet for ``quietTimeout`` of wall-clock time;
+then it is emitted once, as unanswered. So every exchange is emitted exactly once, in the micro-batch where
+it completes, across restarts too. A file being written is read up to its last whole packet and
+again as it grows.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxBytes, ReadMaxFiles,
+                                              SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from ..capture.summary import CaptureSummary, sessions, summarize
 from .options import OptionError, ReadOptions
-from .partition_reader import PartitionReader, plan_partitions
+from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, EmitRule, PartitionReader
 from .paths import expand
 
-START = {"mtime_ns": -1, "paths": []}
+QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
+OTHER = "other"  # a file that is not a pcap/pcapng capture
 
 
-class KafkaWireStreamReader(DataSourceStreamReader):
+class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: ReadOptions, schema: StructType, raw_options: dict):
         self.options = options
         self.schema = schema
         opts = {k.lower(): v for k, v in raw_options.items()}
         try:
             self.max_files = int(opts["maxfilespertrigger"]) if "maxfilespertrigger" in opts else None
-            self.min_age_ns = int(float(opts.get("minfileage", "2")) * 1e9)
+            self.max_bytes = int(opts["maxbytespertrigger"]) if "maxbytespertrigger" in opts else None
+            self.min_age_ns = int(float(opts.get("minfileage", "0")) * 1e9)
+            self.max_age_ns = int(float(opts.get("maxfileage", str(7 * 86400))) * 1e9)
+            self.idle_ns = int(float(opts.get("idletimeout", "300")) * 1e9)
+            self.quiet_ns = int(float(opts.get("quiettimeout", "60")) * 1e9)
         except ValueError as e:
-            raise OptionError(f"maxFilesPerTrigger must be an integer and minFileAge a number of seconds: {e}") from e
+            raise OptionError(f"maxFilesPerTrigger and maxBytesPerTrigger must be integers, minFileAge, "
+                              f"maxFileAge, idleTimeout and quietTimeout numbers of seconds: {e}") from e
+        self._summaries: dict[tuple, CaptureSummary | None] = {}
+        self._target: dict | None = None  # availableNow: nothing past what was there at the start
+
+    # -- offsets ----------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        return dict(START)
+        return {"files": {}, "end_ns": 0}
 
     def getDefaultReadLimit(self):
-        return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
+        if self.max_files:
+            return ReadMaxFiles(self.max_files)
+        if self.max_bytes:
+            return ReadMaxBytes(self.max_bytes)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = {path: s.packets for path, s in self._available().items()}
 
     def latestOffset(self, start: dict, limit=None) -> dict:
-        new = self._new_files(start)
-        if isinstance(limit, ReadMaxFiles):
-            new = new[: limit.max_files]
-        if not new:
-            return start
-        last = new[-1][0]
-        at_last = [p for m, p in new if m == last]
-        if last == start["mtime_ns"]:
-            at_last = start["paths"] + at_last
-        return {"mtime_ns": last, "paths": sorted(at_last)}
+        available = self._available()
+        if self._target is not None:
+            available = {p: s for p, s in available.items() if p in self._target}
+        consumed = start["files"]
+        grown = []
+        for path, s in available.items():
+            limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
+            seen = consumed.get(path)
+            before = seen["packets"] if seen and seen["first_ns"] == (s.first_ns or 0) else 0
+            if limit_packets > before:
+                grown.append((s.first_ns or 0, path, s, limit_packets))
+        grown.sort()
+        grown = self._admit(grown, limit)
+        files = {p: dict(v) for p, v in consumed.items() if p in available}
+        for _, path, s, packets in grown:
+            files[path] = {"first_ns": s.first_ns or 0, "packets": packets}
+        end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
+        if not grown and start["end_ns"] != QUIET and files and self._quiet(available):
+            end_ns = QUIET  # nothing new for a while: give up what is still open
+        return {"files": dict(sorted(files.items())), "end_ns": end_ns}
+
+    def _admit(self, grown: list, limit) -> list:
+        if isinstance(limit, ReadAllAvailable) or limit is None:
+            return grown
+        max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
+        max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.max_bytes
+        admitted, size = [], 0
+        for item in grown:
+            if max_files is not None and len(admitted) >= max_files:
+                break
+            if max_bytes is not None and admitted and size + item[2].size > max_bytes:
+                break
+            admitted.append(item)
+            size += item[2].size
+        return admitted
+
+    # -- micro-batches ----------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict):
-        files = [p for m, p in self._new_files(start)
-                 if m < end["mtime_ns"] or (m == end["mtime_ns"] and p in end["paths"])]
-        return plan_partitions(files, self.options.split_size)
+        before, after = start["files"], end["files"]
+        summaries = [self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
+                     for p in after if os.path.exists(p)]
+        parts = []
+        for chain in sessions(summaries, self.options.stitch_tolerance_ns if self.options.stitch else -1):
+            new = [s for s in chain if _packets(after, s) > _packets(before, s)]
+            flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER
+            if not new and not flush:
+                continue
+            first_new = chain.index(new[0]) if new else len(chain) - 1
+            last_new = chain.index(new[-1]) if new else len(chain) - 1
+            tail_from = self._tail_start(chain, first_new)
+            files = chain[tail_from:last_new + 1]
+            paths = tuple(s.path for s in files)
+            limits = {s.path: _packets(after, s) for s in files}
+            new_from = {s.path: _packets(before, s) for s in files}
+            emit = EmitRule(new_from, *self._stale_window(start["end_ns"], end["end_ns"]),
+                            after_flush=start["end_ns"] == QUIET)
+            if chain[0].container == OTHER:
+                emit = None  # read once, whole: every row it gives is new
+            size = sum(s.size for s in files)
+            count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
+            parts += [CapturePartition(paths, i, count, limits, emit) for i in range(count)]
+        return parts
+
+    def _tail_start(self, chain: list[CaptureSummary], first_new: int) -> int:
+        """The first file to re-read: enough to hold every request that can still be open."""
+        start = first_new
+        from_ns = (chain[first_new].first_ns or 0) - self.idle_ns
+        while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
+            start -= 1
+        return max(0, min(start, first_new - 1)) if first_new > 0 else 0
+
+    def _stale_window(self, start_ns: int, end_ns: int) -> tuple[int | None, int | None]:
+        if end_ns == QUIET:
+            return (None if start_ns in (0, QUIET) else start_ns - self.idle_ns), (1 << 62)
+        if start_ns == QUIET:
+            return None, None
+        return (None if start_ns == 0 else start_ns - self.idle_ns), end_ns - self.idle_ns
 
     def read(self, partition):
         yield from PartitionReader(self.options, self.schema, self.options.apis).read(partition)
 
-    def _new_files(self, start: dict) -> list[tuple[int, str]]:
+    # -- the folder -------------------------------------------------------------------
+
+    def _available(self) -> dict[str, CaptureSummary]:
         try:
             files = expand(self.options.paths, self.options.recursive, self.options.glob_filter)
         except FileNotFoundError:
-            return []  # the directory may not exist yet
-        settled = time.time_ns() - self.min_age_ns
-        seen = set(start["paths"])
-        out = []
+            return {}  # the directory may not exist yet
+        now = time.time_ns()
+        stats = {}
         for path in files:
-            m = _mtime(path)
-            if m is None or m > settled:
+            try:
+                st = os.stat(path)
+            except OSError:
                 continue
-            if m > start["mtime_ns"] or (m == start["mtime_ns"] and path not in seen):
-                out.append((m, path))
-        return sorted(out)
+            if now - st.st_mtime_ns >= self.min_age_ns:
+                stats[path] = st
+        if not stats:
+            return {}
+        newest = max(st.st_mtime_ns for st in stats.values())
+        out = {}
+        for path, st in stats.items():
+            if newest - st.st_mtime_ns > self.max_age_ns:
+                continue
+            s = self._summary(path, st)
+            if s is None:  # not a capture (a stream dump, or a broken file): read once, whole
+                s = CaptureSummary(path, OTHER, False, frozenset(), None, None, 1, st.st_size, True)
+            if s.packets:
+                out[path] = s
+        return out
+
+    def _quiet(self, available: dict) -> bool:
+        newest = max((os.stat(p).st_mtime_ns for p in available if os.path.exists(p)), default=None)
+        return newest is not None and time.time_ns() - newest >= self.quiet_ns
+
+    def _summary(self, path: str, st: os.stat_result | None = None) -> CaptureSummary | None:
+        if st is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key not in self._summaries:
+            self._summaries[key] = summarize(path)
+        return self._summaries[key]
 
 
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
+def _packets(files: dict, s: CaptureSummary) -> int:
+    seen = files.get(s.path)
+    return seen["packets"] if seen and seen["first_ns"] == (s.first_ns or 0) else 0

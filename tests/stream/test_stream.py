@@ -25,14 +25,14 @@ def stream_dir(tmp_path):
 def test_new_files_are_read_once_in_order_of_arrival(spark, samples, stream_dir):
     first, second = sorted(samples.glob("*.pcap"))[:2]
     _land(first, stream_dir, age_s=60)
-    query = (spark.readStream.format("kafka-wire").load(str(stream_dir))
+    query = (spark.readStream.format("kafka-wire").option("minFileAge", "5").load(str(stream_dir))
              .writeStream.format("memory").queryName("landed").outputMode("append").start())
     try:
         query.processAllAvailable()
         counts = {r[0]: r[1] for r in spark.sql("SELECT capture_file, count(*) FROM landed GROUP BY 1").collect()}
         assert list(counts) == [str(stream_dir / first.name)]
         _land(second, stream_dir, age_s=30)
-        fresh = shutil.copy(second, stream_dir / "still-being-written.pcap")  # too young: not yet
+        fresh = shutil.copy(second, stream_dir / "still-being-written.pcap")  # younger than minFileAge: not yet
         query.processAllAvailable()
         counts = {r[0]: r[1] for r in spark.sql("SELECT capture_file, count(*) FROM landed GROUP BY 1").collect()}
         assert set(counts) == {str(stream_dir / first.name), str(stream_dir / second.name)}

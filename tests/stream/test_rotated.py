@@ -1,0 +1,221 @@
+"""Rotated captures: a folder of pieces reads as the whole capture, in batch and in streaming.
+
+Sample captures are cut into pieces by packet count and by time (so frames and request/response
+pairs span files) and compared with a read of the whole file as a multiset of
+(api_key, api_version, correlation_id, client_id, status).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from tests.cuts import Cut, pieces, segments_of
+from tests.samples.catalog import sample
+
+SAMPLES = ("tansu_confluent_kafka_all_codecs", "mock_kafka_python_all_codecs")
+# Seconds without a new packet after which the streams below give up requests still open: longer
+# than a micro-batch (or a restart) here takes, so only the end of the test is quiet that long.
+QUIET = 6.0
+
+
+def _key(r):
+    return r.api_key, r.api_version, r.correlation_id, r.client_id, r.status
+
+
+def by_time(segments, count: int) -> list[Cut]:
+    """``count`` pieces covering equal spans of capture time (``tcpdump -G`` style)."""
+    first, last = segments[0].timestamp_ns, segments[-1].timestamp_ns
+    step = (last - first) / count + 1
+    out = [[] for _ in range(count)]
+    for s in segments:
+        out[min(count - 1, int((s.timestamp_ns - first) / step))].append(s)
+    return [Cut(tuple(p)) for p in out if p]
+
+
+def _pieces(tmp_path, name: str, how: str, count: int) -> tuple[list, Counter]:
+    s = sample(name)
+    segments = segments_of(s.path)
+    cuts = pieces(segments, count) if how == "packets" else by_time(segments, count)
+    src = tmp_path / f"{name}-{how}-{count}"
+    src.mkdir()
+    files = [c.write(src / f"k-{i:02d}.pcap") for i, c in enumerate(cuts)]
+    whole = Counter(_key(e) for e in read_capture(s.path, ports=[s.broker_port]))
+    return files, whole
+
+
+def _read(spark, folder, name, **options):
+    return (spark.read.format("kafka-wire").option("ports", sample(name).broker_port).options(**options)
+            .load(str(folder)))
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("how,count", [("packets", 5), ("packets", 7), ("time", 3), ("time", 6)])
+def test_a_folder_of_rotated_pieces_reads_as_the_whole_capture(spark, tmp_path, name, how, count):
+    files, whole = _pieces(tmp_path, name, how, count)
+    rows = _read(spark, files[0].parent, name).collect()
+    assert Counter(_key(r) for r in rows) == whole
+    # A spanning exchange belongs to the file where its request started.
+    assert {r.capture_file for r in rows} <= {str(f) for f in files}
+
+
+def test_stitching_can_be_turned_off_and_then_each_file_is_its_own_capture(spark, tmp_path):
+    name = SAMPLES[0]
+    files, whole = _pieces(tmp_path, name, "packets", 7)  # these cuts split exchanges
+    alone = Counter()
+    for f in files:
+        alone.update(_key(e) for e in read_capture(f, ports=[sample(name).broker_port]))
+    rows = _read(spark, files[0].parent, name, stitch="false").collect()
+    assert Counter(_key(r) for r in rows) == alone != whole
+
+
+def test_files_of_different_sessions_are_read_separately(spark, tmp_path):
+    a, whole_a = _pieces(tmp_path, SAMPLES[0], "packets", 3)
+    b, whole_b = _pieces(tmp_path, SAMPLES[1], "packets", 3)
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for f in a + b:
+        shutil.copy(f, folder / f"{f.parent.name}-{f.name}")
+    ports = f"{sample(SAMPLES[0]).broker_port},{sample(SAMPLES[1]).broker_port}"
+    rows = spark.read.format("kafka-wire").option("ports", ports).load(str(folder)).collect()
+    assert Counter(_key(r) for r in rows) == whole_a + whole_b
+
+
+def _start(spark, folder, checkpoint, name, table, quiet=QUIET, **options):
+    """A stream into a memory table, or (``table`` a path) into Parquet files, which a restart
+    from the checkpoint can continue exactly once."""
+    stream = (spark.readStream.format("kafka-wire").option("ports", sample(name).broker_port)
+              .option("quietTimeout", str(quiet)).options(**options).load(str(folder))
+              .writeStream.option("checkpointLocation", str(checkpoint)))
+    if isinstance(table, str):
+        return stream.format("memory").queryName(table)
+    return stream.format("parquet").option("path", str(table))
+
+
+def _drain(query, quiet=QUIET):
+    query.processAllAvailable()
+    time.sleep(quiet + 0.5)  # the folder goes quiet: requests still open are given up
+    query.processAllAvailable()
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_a_stream_fed_file_by_file_with_a_restart_equals_the_whole_capture(spark, tmp_path, name):
+    files, whole = _pieces(tmp_path, name, "time", 5)
+    folder, checkpoint, out = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "out"
+    folder.mkdir()
+    query = _start(spark, folder, checkpoint, name, out, quiet=12).start()
+    try:
+        for f in files[:3]:
+            shutil.copy(f, folder)
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    query = _start(spark, folder, checkpoint, name, out, quiet=12).start()  # from the checkpoint
+    try:
+        for f in files[3:]:
+            shutil.copy(f, folder)
+            query.processAllAvailable()
+        _drain(query, quiet=12)
+    finally:
+        query.stop()
+    rows = spark.read.parquet(str(out)).collect()
+    assert Counter(_key(r) for r in rows) == whole
+
+
+def test_available_now_with_one_file_per_trigger_equals_the_whole_capture(spark, tmp_path):
+    name = SAMPLES[1]
+    files, whole = _pieces(tmp_path, name, "packets", 4)
+    query = (_start(spark, files[0].parent, tmp_path / "ck", name, "available_now", maxFilesPerTrigger="1")
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert len(batches) >= len(files) - 1  # one file per micro-batch (a file may complete nothing)
+    rows = spark.sql("SELECT * FROM available_now").collect()
+    # availableNow stops at once: requests still open at the very end are not given up.
+    still_open = Counter(_key(e) for e in read_capture(sample(name).path, ports=[sample(name).broker_port])
+                         if e.status == "unanswered")
+    assert Counter(_key(r) for r in rows) == whole - still_open
+
+
+def test_a_growing_file_is_read_to_its_last_whole_packet_and_again_as_it_grows(spark, tmp_path):
+    name = SAMPLES[0]
+    files, whole = _pieces(tmp_path, name, "packets", 2)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    data = files[0].read_bytes() + files[1].read_bytes()[24:]  # one pcap: the second piece's records appended
+    growing = folder / "live.pcap"
+    cut = len(files[0].read_bytes()) + 1000  # in the middle of a record
+    growing.write_bytes(data[:cut])
+    query = _start(spark, folder, tmp_path / "ck", name, "growing").start()
+    try:
+        query.processAllAvailable()
+        with open(growing, "ab") as f:
+            f.write(data[cut:])
+        _drain(query)
+        rows = spark.sql("SELECT * FROM growing").collect()
+    finally:
+        query.stop()
+    assert Counter(_key(r) for r in rows) == whole
+    assert not [r for r in rows if r.status == "capture_error"]  # the cut record was waited for
+
+
+def test_a_file_copied_in_with_an_old_modification_time_is_read(spark, tmp_path):
+    name = SAMPLES[1]
+    files, whole = _pieces(tmp_path, name, "packets", 3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    query = _start(spark, folder, tmp_path / "ck", name, "old_mtime").start()
+    try:
+        for i, f in enumerate(files):
+            target = shutil.copy(f, folder)
+            if i == 2:
+                os.utime(target, (time.time() - 3600, time.time() - 3600))  # cp -p of an older file
+            query.processAllAvailable()
+        _drain(query)
+        rows = spark.sql("SELECT * FROM old_mtime").collect()
+    finally:
+        query.stop()
+    assert Counter(_key(r) for r in rows) == whole
+
+
+def test_a_corrupt_file_among_them_says_what_went_wrong_and_the_rest_is_all_there(spark, tmp_path):
+    name = SAMPLES[1]
+    files, whole = _pieces(tmp_path, name, "packets", 3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "broken.pcap").write_bytes(b"this is not a capture at all\n" * 10)
+    query = _start(spark, folder, tmp_path / "ck", name, "with_corrupt").start()
+    try:
+        for f in files:
+            shutil.copy(f, folder)
+            query.processAllAvailable()
+        _drain(query)
+        rows = spark.sql("SELECT * FROM with_corrupt").collect()
+    finally:
+        query.stop()
+    broken = [r for r in rows if r.capture_file.endswith("broken.pcap")]
+    assert [r.status for r in broken] == ["capture_error"] and "not a pcap" in broken[0].error
+    assert Counter(_key(r) for r in rows if r not in broken) == whole
+
+
+def test_the_records_view_streams_each_record_once(spark, tmp_path):
+    name = SAMPLES[0]
+    files, _ = _pieces(tmp_path, name, "time", 4)
+    expected = _read(spark, files[0].parent, name, view="records").count()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    query = _start(spark, folder, tmp_path / "ck", name, "records_stream", view="records").start()
+    try:
+        for f in files:
+            shutil.copy(f, folder)
+            query.processAllAvailable()
+        _drain(query)
+        got = spark.sql("SELECT count(*) FROM records_stream").first()[0]
+    finally:
+        query.stop()
+    assert got == expected > 0
