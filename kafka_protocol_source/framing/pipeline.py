@@ -121,12 +121,15 @@ def _session_packets(paths: list[str], ctx: CaptureContext, shared: CaptureConte
     for number, path in enumerate(paths):
         limit = limits.get(path)
         shift = number << FILE_SHIFT
-        try:
-            items = read_packets(path)
-        except CaptureError as e:
-            yield CaptureIssue(shift, 0, "corrupt_file", f"{path}: {e}")
-            continue
-        for item in items:
+        items = read_packets(path)
+        while True:
+            try:
+                item = next(items, None)
+            except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
+                item = CaptureIssue(0, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
+                items = iter(())
+            if item is None:
+                break
             if limit is not None and item.packet_index >= limit:
                 break
             if shift:

@@ -172,3 +172,24 @@ def test_tshark_is_the_floor_on_late_starts(s, tmp_path):
             ours = Counter((e.api_key, e.api_version, e.correlation_id, e.client_id)
                            for e in read_capture(path, ports=ports) if e.api_key is not None and e.request_size)
             assert not theirs - ours, f"{how} start at packet {cut.origin}, ports={ports}: {sorted(theirs - ours)[:5]}"
+
+
+def test_the_accounting_check_sees_a_row_dropped_or_doubled(monkeypatch):
+    import tests.accounting as accounting
+
+    s = CAPTURES[0]
+    rows = list(read_capture(s.path, ports=[s.broker_port]))
+    first_ok = next(i for i, e in enumerate(rows) if e.status == "ok")
+    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows[:first_ok] + rows[first_ok + 1:])
+    assert any("rows hold" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))
+    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows + [rows[first_ok]])
+    assert any("twice" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))
+
+
+def test_a_file_of_a_session_that_vanished_is_a_capture_error_row_and_the_rest_is_read(tmp_path):
+    s = CAPTURES[0]
+    parts = [p.write(tmp_path / f"k{i}.pcap") for i, p in enumerate(pieces(segments_of(s.path), 3))]
+    rows = list(read_capture([parts[0], tmp_path / "gone.pcap", parts[2]], ports=[s.broker_port]))
+    errors = [e for e in rows if e.status == "capture_error"]
+    assert len(errors) == 1 and "gone.pcap" in errors[0].error and errors[0].capture_file.endswith("gone.pcap")
+    assert sum(e.status == "ok" for e in rows) > 0

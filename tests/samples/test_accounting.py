@@ -102,3 +102,13 @@ def test_correlation_ids_are_unique_per_connection(name):
     """The other sample tests key exchanges by (connection, correlation id); prove that is sound."""
     keys = Counter((connection(e), e.correlation_id) for e in exchanges(name))
     assert [k for k, n in keys.items() if n > 1] == []
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if sample(n).path.suffix in (".pcap", ".pcapng")])
+@pytest.mark.parametrize("with_ports", [True, False])
+def test_every_captured_payload_byte_is_in_exactly_one_row(name, with_ports):
+    from tests.accounting import captured_bytes, check_accounting
+
+    s = sample(name)
+    assert captured_bytes(s.path)  # the check has bytes to account for
+    assert check_accounting(s.path, ports=[s.broker_port] if with_ports else None) == []
