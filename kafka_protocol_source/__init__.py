@@ -9,14 +9,15 @@ Public API of the protocol core:
 
 and of the capture pipeline:
 
-* ``read_capture(path, **options)``: a pcap, pcapng (optionally gzipped) or stream dump in,
-  ``Exchange`` values (request + response with timing and connection metadata) out.
+* ``read_capture(path, **options)``: a pcap, pcapng (optionally gzipped), the files of one
+  rotated capture, or a stream dump in; ``Exchange`` values (request + response with timing and
+  connection metadata) out.
 """
 
 from .codec.decoder import Decoder, decode_request, decode_response, decoder_for
 from .codec.errors import DecodeError
-from .framing import Exchange, read_capture
-
+from .framing import Exchange
+from .pipeline import CaptureOptions, read_capture
 
 
 def register(spark) -> None:
@@ -26,5 +27,5 @@ def register(spark) -> None:
     _register(spark)
 
 
-__all__ = ["DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture",
+__all__ = ["CaptureOptions", "DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture",
            "register"]

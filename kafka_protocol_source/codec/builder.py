@@ -1,7 +1,7 @@
 """Build construct parsers from a message resolved at one version.
 
 ``build_parser(struct)`` turns a resolved ``spec.ir.Struct`` into the constructs of
-``constructs.py``; ``compile_parser`` compiles it. The per-process cache lives in ``cache.py``.
+``constructs.py``; ``cache.py`` compiles it (construct's ``compile()``) and keeps it per process.
 """
 
 from __future__ import annotations

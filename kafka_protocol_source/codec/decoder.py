@@ -12,7 +12,8 @@ import struct
 from functools import lru_cache
 from io import BytesIO
 
-from ..spec.headers import API_VERSIONS, request_header_version, response_header_version
+from ..spec.api_keys import API_VERSIONS
+from ..spec.headers import request_header_version, response_header_version
 from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
 from .embedded import decode_embedded

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import struct
 
+from ..spec.api_keys import ENVELOPE, JOIN_GROUP, SYNC_GROUP
 from .errors import DecodeError
 
-JOIN_GROUP, SYNC_GROUP, ENVELOPE = 11, 14, 58
 # Control record types whose value is a version-prefixed data message (ControlRecordType.java).
 KRAFT_CONTROL_DATA = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord",
                       5: "KRaftVersionRecord", 6: "VotersRecord"}

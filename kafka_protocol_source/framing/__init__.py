@@ -1,18 +1,11 @@
 """Framing stage: TCP byte streams in, Kafka exchanges (request + response) out.
 
-Public surface::
-
-    read_capture(path, *, ports=(9092,), detect_kafka=True, max_frame_size=100 MiB,
-                 max_buffered_bytes=16 MiB, specs=None) -> Iterator[Exchange]
-    Exchange            # frozen dataclass, one request/response pair or one unpairable frame
-    STATUSES            # the values of Exchange.status
-
 Owns frame splitting and resync (``splitter``), telling client from broker and Kafka from
-other traffic (``connection``, ``sniff``), pairing by correlation id (``pairing``), stream
-dumps (``dumps``) and wiring the stages (``pipeline``).
+other traffic (``connection``, ``sniff``), pairing by correlation id (``pairing``) and stream
+dumps (``dumps``). It is handed a body decoder (``decoding.BodyDecoder``) and never imports the
+codec; ``kafka_protocol_source.pipeline`` wires it to the other stages (``read_capture``).
 """
 
-from .model import STATUSES, Exchange, Frame
-from .pipeline import CAPTURE_ERROR, read_capture
+from .model import CAPTURE_ERROR, MALFORMED_STATUSES, STATUSES, Exchange, Frame
 
-__all__ = ["CAPTURE_ERROR", "Exchange", "Frame", "STATUSES", "read_capture"]
+__all__ = ["CAPTURE_ERROR", "MALFORMED_STATUSES", "Exchange", "Frame", "STATUSES"]

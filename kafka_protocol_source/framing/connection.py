@@ -56,7 +56,7 @@ class Connection:
 
     # -- events from the tcp stage ----------------------------------------------------
 
-    def chunk(self, ev: StreamChunk) -> None:
+    def chunk(self, ev: StreamChunk) -> list[Exchange]:
         if self.first_ns is None:
             self.first_ns, self.first_packet = ev.timestamp_ns, ev.packet_index
         if self.kafka is None:
@@ -66,32 +66,33 @@ class Connection:
                 if head:
                     self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
                 head += ev.data[: BACKLOG_LIMIT - len(head)]
-            self._decide()
-            return
+            return self._decide()
         self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
         if self.kafka and not self.tls:
-            self._route(self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index), ev.direction)
+            return self._route(self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index),
+                               ev.direction)
+        return []
 
-    def gap(self, ev: StreamGap) -> None:
+    def gap(self, ev: StreamGap) -> list[Exchange]:
         if self.kafka is None:
             self._hold(ev, 0)
             self.first_bytes.setdefault(ev.direction, bytearray())
-            self._decide()
-        elif self.kafka and not self.tls:
-            self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns), ev.direction)
+            return self._decide()
+        if self.kafka and not self.tls:
+            return self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns),
+                               ev.direction)
+        return []
 
-    def close(self, how: str = "end_of_capture") -> None:
+    def close(self, how: str = "end_of_capture") -> list[Exchange]:
         """The connection ended: ``how`` is the tcp stage's close detail (fin, reset, reused, ...)."""
-        if self.kafka is None:
-            self._decide(final=True)
+        out = self._decide(final=True) if self.kafka is None else []
         if not self.kafka:
-            return
+            return out
         if self.tls:
-            self._emit_tls()
-            return
+            return out + [self._tls_row()]
         for direction, framer in self.framers.items():
-            self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
-        self.pairer.finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
+            out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
+        return out + self.pairer.finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
 
     # -- deciding ---------------------------------------------------------------------
 
@@ -99,14 +100,14 @@ class Connection:
         self.backlog.append(ev)
         self.backlog_bytes += size
 
-    def _decide(self, final: bool = False) -> None:
+    def _decide(self, final: bool = False) -> list[Exchange]:
         final = final or self.backlog_bytes > BACKLOG_LIMIT
         if self.client is None:
             self.client = self._client_by_ports()
         if self.port_matched:
             head = self.first_bytes.get(self.client)
             if not head and not final:
-                return  # TLS or not is told by the client's first bytes
+                return []  # TLS or not is told by the client's first bytes
             self.kafka = True
             self.tls = looks_like_tls(bytes(head or b""))
         elif not self.ctx.detect:
@@ -114,15 +115,17 @@ class Connection:
         else:
             client = self._client_by_content(final)
             if client is None and not final:
-                return
+                return []
             self.client = client
             self.kafka = client is not None
         if self.kafka and not self.tls:
             self._start()
         backlog, self.backlog, self.first_bytes, self.chunk_ends = self.backlog, [], {}, {}
+        out: list[Exchange] = []
         if self.kafka:
             for ev in backlog:
-                (self.chunk if isinstance(ev, StreamChunk) else self.gap)(ev)
+                out += (self.chunk if isinstance(ev, StreamChunk) else self.gap)(ev)
+        return out
 
     def _client_by_ports(self) -> Direction | None:
         ports = self.ctx.ports
@@ -209,13 +212,12 @@ class Connection:
 
     # -- output -----------------------------------------------------------------------
 
-    def _route(self, items: list, direction: Direction) -> None:
-        if items:
-            self.pairer.take(items, direction == self.client)
+    def _route(self, items: list, direction: Direction) -> list[Exchange]:
+        return self.pairer.take(items, direction == self.client) if items else []
 
-    def _emit_tls(self) -> None:
+    def _tls_row(self) -> Exchange:
         broker = reverse(self.client)
-        self.ctx.out.append(Exchange(
+        return Exchange(
             capture_file=self.ctx.locate(self.first_packet)[0], completed_at=self.ctx.position,
             connection_id=self._connection_id(),
             client_address=address(self.client.src_ip, self.client.src_port),
@@ -224,4 +226,4 @@ class Connection:
             api_key=None, api_name=None, api_version=None, correlation_id=None, client_id=None,
             request_size=self.bytes_seen.get(self.client, 0), response_size=self.bytes_seen.get(broker, 0),
             request=None, response=None, status=TLS,
-            error="TLS-encrypted connection: Kafka frames cannot be read without the session keys"))
+            error="TLS-encrypted connection: Kafka frames cannot be read without the session keys")

@@ -1,4 +1,5 @@
-"""What every connection of one capture file shares: options, the decoder, the output list.
+"""What every connection of one capture shares: options, the body decoder it is handed, and
+where in the capture reading is.
 
 Besides the decoder for bodies (the user's definitions, maybe partial), it holds what finding
 Kafka needs and what must not depend on those definitions: the table of api keys and versions
@@ -7,12 +8,12 @@ the protocol has (``known``, from the bundled definitions) and their names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..codec.decoder import Decoder
-from .model import Exchange
-from .sniff import KnownApis
+from .decoding import BodyDecoder
+from .sniff import ApiVersionsTable
+from .splitter import DEFAULT_MAX_FRAME_SIZE
 
 DEFAULT_PORTS = frozenset({9092})
 FILE_SHIFT = 40
@@ -22,14 +23,13 @@ FILE_MASK = (1 << FILE_SHIFT) - 1
 @dataclass(slots=True)
 class CaptureContext:
     capture_file: str
-    decoder: Decoder
+    decoder: BodyDecoder
+    known: ApiVersionsTable  # the protocol's api keys and versions: what finding Kafka relies on
     ports: frozenset[int] = DEFAULT_PORTS
-    detect: bool = True  # find Kafka on unconfigured ports by decoding the first request
-    max_frame_size: int = 100 * 1024 * 1024
+    detect: bool = True  # find Kafka on unconfigured ports by a request start in a side's bytes
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     apis: frozenset[int] | None = None  # decode and keep only these api keys
     window_ns: tuple[int | None, int | None] | None = None  # keep requests sent in [from, to]
-    out: list[Exchange] = field(default_factory=list)
-    known: KnownApis | None = None  # the bundled api keys and versions: what finding Kafka relies on
     bundled_names: dict[int, str] | None = None  # api names for keys the definitions in use lack
     # A session of several files (rotated captures) is read as one: packet indices are global,
     # ``FILE_SHIFT`` bits per file, and ``files`` names them in order.

@@ -16,10 +16,10 @@ import re
 import struct
 from collections.abc import Iterator
 
-from ..codec.errors import DecodeError
 from .model import Exchange
 from .pairing import Pairer
-from .sniff import request_start_check, response_start_check
+from .sniff import (chained_ids, read_request_header, request_ids_at, request_start_check, response_ids_at,
+                    response_start_check)
 from .splitter import DirectionFramer
 
 _TCPFLOW_NAME = re.compile(r"^(?P<src>.+)\.(?P<sport>\d{1,5})-(?P<dst>.+)\.(?P<dport>\d{1,5})$")
@@ -57,26 +57,48 @@ def _head(path: str) -> bytes:
 
 
 def role(path: str, ctx) -> str | None:
-    """"client" if the file starts with a request frame, "broker" if with a run of frames."""
+    """"client" if the file holds requests, "broker" if responses, None if it is no dump.
+
+    A run of size-prefixed frames is a dump. A response read as a request header can pass
+    (correlation id 1 reads as api key 0, version 1), so with a sibling the side whose request
+    ids the other side answers is the client, and alone, a file of requests carries ids that
+    change from frame to frame.
+    """
     head = _head(path)
+    if not _chains(head, ctx):
+        return None
+    sibling = _sibling(path)
+    other = _head(sibling) if sibling else b""
+    if other and _chains(other, ctx):
+        as_client = len(set(_request_ids(head, ctx)) & set(_response_ids(other)))
+        as_broker = len(set(_request_ids(other, ctx)) & set(_response_ids(head)))
+        if as_client != as_broker:
+            return "client" if as_client > as_broker else "broker"
+    ids = _request_ids(head, ctx)
+    return "client" if ids and (len(ids) == 1 or len(set(ids)) > 1) else "broker"
+
+
+def _chains(head: bytes, ctx) -> bool:
+    """Whether ``head`` is a run of plausible size-prefixed frames."""
     if len(head) < 8:
-        return None
-    (size,) = _SIZE.unpack_from(head)
-    if not 4 <= size <= ctx.max_frame_size:
-        return None
-    if len(head) >= 4 + size:
-        try:
-            ctx.decoder.decode_request(head[4:4 + size])
-            return "client"
-        except DecodeError:
-            pass
-    pos = 0  # frames must chain through what we sniffed
+        return False
+    pos = 0
     while pos + 4 <= len(head):
         (size,) = _SIZE.unpack_from(head, pos)
         if not 4 <= size <= ctx.max_frame_size:
-            return None
+            return False
         pos += 4 + size
-    return "broker"
+    return True
+
+
+def _request_ids(head: bytes, ctx) -> list[int]:
+    if not read_request_header(head, 0, ctx.known, strict=True, max_frame_size=ctx.max_frame_size):
+        return []
+    return chained_ids(head, 0, lambda p: request_ids_at(head, p))
+
+
+def _response_ids(head: bytes) -> list[int]:
+    return chained_ids(head, 0, lambda p: response_ids_at(head, p))
 
 
 def is_dump(path: str, ctx) -> bool:
@@ -102,23 +124,19 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
     if client_file:
         framer = DirectionFramer(request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids),
                                  ctx.max_frame_size, True)
-        yield from _feed(client_file, framer, pairer, True, ctx)
+        yield from _feed(client_file, framer, pairer, True)
     if broker_file:
         framer = DirectionFramer(response_start_check(ctx.max_frame_size, pairer.pending_ids), ctx.max_frame_size, True)
-        yield from _feed(broker_file, framer, pairer, False, ctx)
-    pairer.finish()
-    yield from ctx.out
-    ctx.out.clear()
+        yield from _feed(broker_file, framer, pairer, False)
+    yield from pairer.finish()
 
 
-def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool, ctx) -> Iterator[Exchange]:
+def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool) -> Iterator[Exchange]:
     offset = 0
     with open(path, "rb") as f:
         while True:
             data = f.read(_READ)
-            pairer.take(framer.feed(offset, data, 0, None) if data else framer.finish(), is_request)
-            yield from ctx.out
-            ctx.out.clear()
+            yield from pairer.take(framer.feed(offset, data, 0, None) if data else framer.finish(), is_request)
             if not data:
                 return
             offset += len(data)

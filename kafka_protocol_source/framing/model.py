@@ -20,8 +20,12 @@ GAP = "gap"                      # bytes missing from the capture, or skipped to
 SASL = "sasl"                    # raw SASL tokens after SaslHandshake v0 (not Kafka frames)
 TLS = "tls"                      # an encrypted connection: nothing to decode
 UNKNOWN_API = "unknown_api"      # an api key or version the definitions in use lack: paired, raw bytes kept
+CAPTURE_ERROR = "capture_error"  # a problem with the file itself (truncated, corrupt, not a capture)
 INTERNAL_ERROR = "internal_error"  # a bug of ours while reading one connection; the rest is still read
-STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS, UNKNOWN_API, INTERNAL_ERROR)
+STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS, UNKNOWN_API, CAPTURE_ERROR,
+            INTERNAL_ERROR)
+# What PERMISSIVE keeps, DROPMALFORMED drops and FAILFAST fails on: frames or files that did not read.
+MALFORMED_STATUSES = frozenset({MALFORMED, GAP, CAPTURE_ERROR, INTERNAL_ERROR})
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from ..codec.errors import DecodeError
+from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
+from .decoding import UndecodableBody
 from .model import (GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange,
                     Frame)
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
@@ -30,7 +31,6 @@ _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
 _HEADER_BYTES = 14 + 0x7FFF  # everything a request header up to its client id can take
-PRODUCE, SASL_HANDSHAKE = 0, 17
 # Responses held for a request still to come (the client side was behind); older ones are given up.
 ORPHAN_LIMIT = 256
 
@@ -49,6 +49,7 @@ class Pending:
 class Pairer:
     def __init__(self, ctx, connection_id: str, client_address: str | None, broker_address: str | None):
         self.ctx = ctx
+        self.out: list[Exchange] = []
         self.ids = (connection_id, client_address, broker_address)
         self.pending: dict[int, Pending] = {}
         self.orphans: OrderedDict[int, Frame] = OrderedDict()
@@ -61,8 +62,9 @@ class Pairer:
     def pending_ids(self):
         return self.pending.keys()
 
-    def take(self, items: list, is_request: bool) -> None:
-        """What a framer cut from one side: frames, frames cut short, bytes skipped."""
+    def take(self, items: list, is_request: bool) -> list[Exchange]:
+        """What a framer cut from one side (frames, frames cut short, bytes skipped) in; the
+        exchanges that completed out."""
         for item in items:
             if isinstance(item, Skipped):
                 self.skipped(item, is_request)
@@ -72,6 +74,11 @@ class Pairer:
                 self.request(item)
             else:
                 self.response(item)
+        return self._completed()
+
+    def _completed(self) -> list[Exchange]:
+        done, self.out = self.out, []
+        return done
 
     # -- requests ---------------------------------------------------------------------
 
@@ -88,8 +95,8 @@ class Pairer:
             self._wait(Pending(frame, header, None, UNKNOWN_API, _unknown(self.ctx, header)))
             return
         try:
-            decoded = self.ctx.decoder.decode_request(frame.payload, lenient=True)
-        except DecodeError as e:
+            decoded = self.ctx.decoder.decode_request(frame.payload)
+        except UndecodableBody as e:
             if self.sasl_mode:
                 self.sasl_tokens.append(frame)  # a raw SASL token, not a Kafka request
                 return
@@ -125,8 +132,7 @@ class Pairer:
         return found or None
 
     def _defines(self, api_key: int, version: int) -> bool:
-        message = self.ctx.decoder.registry.request(api_key)
-        return message is not None and version in message.valid_versions
+        return self.ctx.decoder.defines_request(api_key, version)
 
     def _wait(self, pending: Pending) -> None:
         correlation_id = pending.header.correlation_id
@@ -161,13 +167,12 @@ class Pairer:
                 self._missing(frame)
             return
         header = pending.header
-        if not self._response_defined(header.api_key, header.api_version):
+        if not self.ctx.decoder.defines_response(header.api_key, header.api_version):
             self._emit_pending(pending, pending.status, pending.error, response_frame=frame, raw_response=payload)
             return
         try:
-            response = self.ctx.decoder.decode_response(payload, header.api_key, header.api_version,
-                                                        request=pending.decoded, lenient=True)
-        except DecodeError as e:
+            response = self.ctx.decoder.decode_response(payload, header.api_key, header.api_version, pending.decoded)
+        except UndecodableBody as e:
             status = pending.status if pending.status != OK else MALFORMED
             self._emit_pending(pending, status, str(e) if pending.error is None else f"{pending.error}; {e}",
                                response_frame=frame, raw_response=payload)
@@ -181,11 +186,6 @@ class Pairer:
             error = "; ".join(filter(None, (error, _leftover("response", response))))
         self._emit_pending(pending, status, error, response_frame=frame, response=response,
                            raw_response=payload if response.get("trailing_bytes") or pending.decoded is None else None)
-
-    def _response_defined(self, api_key: int, version: int) -> bool:
-        message = self.ctx.decoder.registry.response(api_key)
-        # ApiVersions answers a version it does not know with a v0 body: the decoder reads that.
-        return message is not None and (version in message.valid_versions or api_key == 18)
 
     def _missing(self, frame: Frame) -> None:
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
@@ -229,7 +229,7 @@ class Pairer:
             self._emit(GAP, None, None, response_frame=frame, error=error, response_size=skip.length,
                        response_span=span)
 
-    def finish(self, why: str = "no response before the end of the capture") -> None:
+    def finish(self, why: str = "no response before the end of the capture") -> list[Exchange]:
         while self.orphans:
             self._missing(self.orphans.popitem(last=False)[1])
         for pending in list(self.pending.values()):
@@ -237,6 +237,7 @@ class Pairer:
         self.pending.clear()
         while self.sasl_tokens:
             self._emit_sasl(self.sasl_tokens.popleft(), None)
+        return self._completed()
 
     # -- building exchanges -----------------------------------------------------------
 
@@ -278,7 +279,7 @@ class Pairer:
         response_file, response_packet = ctx.locate(response_packet)
         if frame is None:
             capture_file = response_file  # the file where the exchange started
-        ctx.out.append(Exchange(
+        self.out.append(Exchange(
             capture_file=capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
             request_time=ctx.time(start_ns), response_time=ctx.time(end_ns), latency_ms=latency,
             api_key=api_key, api_name=_api_name(ctx, api_key), api_version=api_version, correlation_id=corr,
@@ -296,17 +297,16 @@ class Pairer:
 def _api_name(ctx, api_key: int | None) -> str | None:
     if api_key is None:
         return None
-    return ctx.decoder.registry.api_name(api_key) or (ctx.bundled_names or {}).get(api_key)
+    return ctx.decoder.api_name(api_key) or (ctx.bundled_names or {}).get(api_key)
 
 
 def _unknown(ctx, header: RequestHeader) -> str:
-    defined = ctx.decoder.registry.request(header.api_key)
     name = _api_name(ctx, header.api_key)
-    if defined is None:
+    if ctx.decoder.api_name(header.api_key) is None:
         what = f"{name} (api key {header.api_key})" if name else f"api key {header.api_key}"
     else:
         what = f"{name} version {header.api_version}"
-    source = ctx.decoder.registry.source or "the definitions in use"
+    source = ctx.decoder.source or "the definitions in use"
     return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
 
 

@@ -20,7 +20,7 @@ from .model import Frame
 from .sniff import CONFIRMED, MAYBE, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # larger claimed sizes are framing errors (the maxFrameSize option)
 _COMPACT_AT = 1 << 16
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from ..capture.summary import sessions, summarize
-from ..framing import CAPTURE_ERROR, read_capture
+from ..framing import MALFORMED_STATUSES
 from ..framing.context import FILE_MASK, FILE_SHIFT
+from ..pipeline import CaptureOptions, read_with
+from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from .arrow import BatchBuilder
 from .options import ReadOptions
 from .records_view import TopicNames, record_rows
@@ -24,11 +27,6 @@ from .rows import exchange_row
 BATCH_ROWS = 2048
 MAX_SPLITS_PER_FILE = 64
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
-MALFORMED_STATUSES = frozenset({"malformed", "gap", CAPTURE_ERROR, "internal_error"})
-# The records view needs Produce and Fetch, and the responses that name topics by id (from
-# every connection, also those another partition of a split capture reads records from).
-TOPIC_NAMING_APIS = frozenset({3, 19, 75})
-RECORDS_VIEW_APIS = frozenset({0, 1}) | TOPIC_NAMING_APIS
 
 
 class CapturePartition(InputPartition):
@@ -115,12 +113,10 @@ class PartitionReader:
         records_view = o.view == "records"
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
         paths = partition.paths
-        exchanges = read_capture(list(paths), ports=o.ports, detect_kafka=o.detect_kafka,
-                                 max_frame_size=o.max_frame_size, max_buffered_bytes=o.max_buffered_bytes,
-                                 specs=o.specs, apis=apis, window_ns=self.window,
-                                 connection_slice=(partition.index, partition.count),
-                                 shared_apis=TOPIC_NAMING_APIS if records_view else None,
-                                 packet_limits=partition.limits)
+        options = CaptureOptions(o.ports, o.detect_kafka, o.max_frame_size, o.max_buffered_bytes, o.specs,
+                                 apis, self.window, partition.limits or {}, issues_here=partition.index == 0)
+        scope = slice_scope(partition.index, partition.count, TOPIC_NAMING_APIS if records_view else None)
+        exchanges = read_with(list(paths), options, scope)
         emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
@@ -139,6 +135,21 @@ class PartitionReader:
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+
+def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):
+    """Which connections partition ``index`` of ``count`` sharing a capture reads: those whose
+    endpoints hash to it, and with ``shared_apis`` the others for these apis only (the records
+    view needs every Metadata response to name the topics its own Fetches refer to by id)."""
+    if count <= 1:
+        return None
+
+    def scope(endpoints: tuple[str, int, str, int]):
+        if zlib.crc32("|".join(map(str, endpoints)).encode()) % count == index:
+            return None
+        return shared_apis if shared_apis is not None else False
+
+    return scope
 
 
 def _failfast_message(ex) -> str:

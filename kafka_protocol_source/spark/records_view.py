@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-PRODUCE, FETCH, METADATA, CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 0, 1, 3, 19, 75
+from ..spec.api_keys import CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS, FETCH, METADATA, PRODUCE
+
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
 _TOPICS_IN_RESPONSE = {METADATA: "topics", CREATE_TOPICS: "topics", DESCRIBE_TOPIC_PARTITIONS: "topics"}
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"

@@ -11,10 +11,9 @@ requests use request header v2, flexible responses response header v1), with two
 
 from __future__ import annotations
 
+from .api_keys import API_VERSIONS, CONTROLLED_SHUTDOWN
 from .ir import MessageDef
 
-API_VERSIONS = 18
-CONTROLLED_SHUTDOWN = 7
 
 
 def request_header_version(request: MessageDef, version: int) -> int:

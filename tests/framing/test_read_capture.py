@@ -1,10 +1,12 @@
 """read_capture on crafted captures: pairing, acks=0, gaps and resync, detection, SASL, TLS, dumps."""
 
 import struct
+import zlib
 
 import pytest
 
-from kafka_protocol_source import read_capture
+from kafka_protocol_source import CaptureOptions, read_capture
+from kafka_protocol_source.pipeline import read_with
 
 from .kafkaflow import (BROKER, CLIENT, Conversation, metadata_v1_request, metadata_v1_response, produce_v3_request,
                         sized, string)
@@ -172,14 +174,22 @@ def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
     assert [e.status for e in out] == ["capture_error"]
 
 
-def test_connection_slices_partition_the_exchanges_and_can_share_some_apis(samples):
+def test_a_connection_scope_partitions_the_exchanges_and_can_share_some_apis(samples):
+    def by_hash(index: int, shared=None):  # what the Spark layer builds for a split capture
+        def scope(endpoints):
+            if zlib.crc32("|".join(map(str, endpoints)).encode()) % 3 == index:
+                return None
+            return shared if shared is not None else False
+        return scope
+
     capture = samples / "tansu_confluent_kafka_all_codecs.pcap"
     whole = sorted((e.connection_id, e.correlation_id) for e in read_capture(capture))
-    sliced = [list(read_capture(capture, connection_slice=(i, 3))) for i in range(3)]
+    sliced = [list(read_with(capture, CaptureOptions(issues_here=i == 0), by_hash(i))) for i in range(3)]
     assert sorted((e.connection_id, e.correlation_id) for part in sliced for e in part) == whole
+    assert all(part for part in sliced)
     metadata = sorted((e.connection_id, e.correlation_id) for e in read_capture(capture, apis={3}))
     for i in range(3):
-        shared = list(read_capture(capture, apis={0, 1, 3}, connection_slice=(i, 3), shared_apis={3}))
+        shared = list(read_with(capture, CaptureOptions(apis=frozenset({0, 1, 3})), by_hash(i, frozenset({3}))))
         assert sorted((e.connection_id, e.correlation_id) for e in shared if e.api_key == 3) == metadata
         own = {(e.connection_id, e.correlation_id) for e in sliced[i] if e.api_key in (0, 1)}
         assert {(e.connection_id, e.correlation_id) for e in shared if e.api_key in (0, 1)} == own

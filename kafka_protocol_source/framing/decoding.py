@@ -1,0 +1,30 @@
+"""What framing needs from a body decoder, as a protocol it is handed (it never imports one).
+
+The pipeline adapts the codec's ``Decoder`` to this; tests may hand in anything that answers
+the same questions. A body that cannot be read raises ``UndecodableBody``; what the decoder
+returns for a request carries the header fields (``api_key``, ``api_version``,
+``correlation_id``, ``client_id``), the ``body``, and optionally ``trailing_bytes`` (bytes left
+after a body that otherwise decoded) and a ``note``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class UndecodableBody(ValueError):
+    """A frame whose body the definitions in use cannot read; the message says where and why."""
+
+
+class BodyDecoder(Protocol):
+    source: str  # where the definitions come from, for messages
+
+    def defines_request(self, api_key: int, api_version: int) -> bool: ...
+
+    def defines_response(self, api_key: int, api_version: int) -> bool: ...
+
+    def api_name(self, api_key: int) -> str | None: ...
+
+    def decode_request(self, payload: bytes) -> dict: ...
+
+    def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict: ...

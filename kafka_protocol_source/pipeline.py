@@ -1,0 +1,274 @@
+"""``read_capture``: one capture (a file, or the files of one rotated session) in, exchanges out.
+
+The one module above the stages: it wires capture readers -> TCP reassembly -> connections ->
+pairing, hands framing a body decoder (the codec's, adapted to ``framing.decoding``), and
+streams: exchanges are yielded as they complete, and nothing holds a whole file. Problems with
+the file itself (a truncated last record, an unsupported link type) become exchanges with
+status ``capture_error`` so they are seen, not lost. No exception escapes for a file that could
+be opened: a failure of ours inside one connection becomes an ``internal_error`` row for that
+connection and the rest is still read.
+
+Options come as one frozen ``CaptureOptions``; which connections to read (and for which apis)
+is a ``ConnectionScope`` the caller builds (the Spark layer shares a capture between tasks
+that way), so this module knows nothing of partitions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
+from .capture.source import detect_format
+from .codec.decoder import Decoder, decoder_for
+from .codec.errors import DecodeError
+from .framing.connection import Connection
+from .framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
+from .framing.decoding import UndecodableBody
+from .framing.dumps import is_dump, read_dump
+from .framing.model import CAPTURE_ERROR, INTERNAL_ERROR, Exchange
+from .framing.sniff import KnownApis
+from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
+from .spec.api_keys import API_VERSIONS
+from .spec.headers import request_header_version
+from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamGap, reassemble
+
+# Packet-level issues that the tcp stage already turns into gaps of the streams they cut.
+_SHOWN_AS_GAPS = {"snaplen_cut"}
+
+# Which connections one reader takes, by their endpoints in the tcp stage's canonical order
+# (a_ip, a_port, b_ip, b_port): everything (None or True), nothing (False), or only these apis.
+ConnectionScope = Callable[[tuple[str, int, str, int]], "frozenset[int] | bool | None"]
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How to read a capture. ``ports``: broker ports (the other side is the client; empty: find
+    Kafka by content); ``detect_kafka``: also find Kafka on other ports, by a request start in a
+    side's bytes; ``max_frame_size``: a larger claimed frame size is a framing error;
+    ``max_buffered_bytes``: out-of-order bytes held per TCP direction before giving up on a
+    hole; ``specs``: message definitions to decode bodies with (a directory or a krammar file;
+    None: the bundled ones); ``apis`` and ``window_ns`` (request times, ns since the epoch,
+    either end open) keep only matching exchanges, without decoding the others;
+    ``packet_limits``: read at most this many packets of the files it names (a file still being
+    written); ``issues_here``: report problems with the files themselves (one of several readers
+    sharing a capture does)."""
+
+    ports: frozenset[int] = DEFAULT_PORTS
+    detect_kafka: bool = True
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+    specs: str | None = None
+    apis: frozenset[int] | None = None
+    window_ns: tuple[int | None, int | None] | None = None
+    packet_limits: Mapping[str, int] = field(default_factory=dict)
+    issues_here: bool = True
+
+
+def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
+                 ports: Iterable[int] | None = DEFAULT_PORTS, detect_kafka: bool = True,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+                 specs: str | None = None, apis: Iterable[int] | None = None,
+                 window_ns: tuple[int | None, int | None] | None = None,
+                 packet_limits: Mapping[str, int] | None = None) -> Iterator[Exchange]:
+    """Yield every Kafka exchange in the capture at ``path`` (see ``CaptureOptions``).
+
+    ``path`` may be a list of captures of one session (rotated files, in time order): they are
+    read as one capture, so connections, frames and exchanges span files; each row's
+    ``capture_file`` is the file where its exchange started.
+    """
+    options = CaptureOptions(frozenset(int(p) for p in ports or ()), detect_kafka, max_frame_size, max_buffered_bytes,
+                             specs, frozenset(apis) if apis is not None else None, window_ns, packet_limits or {})
+    return read_with(path, options)
+
+
+def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = None) -> Iterator[Exchange]:
+    """``read_capture`` with its options as one value, and only the connections ``scope`` takes."""
+    paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+    known, names = _bundled_knowledge()
+    ctx = CaptureContext(paths[0], CodecBodies(decoder_for(options.specs)), known, options.ports,
+                         options.detect_kafka, options.max_frame_size, options.apis, options.window_ns,
+                         bundled_names=names, files=tuple(paths))
+    try:
+        detect_format(paths[0])
+    except CaptureError as not_a_capture:
+        if not options.issues_here:
+            return
+        if is_dump(paths[0], ctx):
+            yield from read_dump(paths[0], ctx)
+        else:
+            yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
+        return
+    yield from _read_packets(paths, ctx, options, scope)
+
+
+class CodecBodies:
+    """The codec's ``Decoder`` as the ``framing.decoding.BodyDecoder`` framing is handed."""
+
+    def __init__(self, decoder: Decoder):
+        self.decoder = decoder
+        self.registry = decoder.registry
+        self.source = decoder.registry.source
+
+    def defines_request(self, api_key: int, api_version: int) -> bool:
+        message = self.registry.request(api_key)
+        return message is not None and api_version in message.valid_versions
+
+    def defines_response(self, api_key: int, api_version: int) -> bool:
+        message = self.registry.response(api_key)
+        # KIP-511: ApiVersions answers a version it does not know with a v0 body, which the decoder reads.
+        return message is not None and (api_version in message.valid_versions or api_key == API_VERSIONS)
+
+    def api_name(self, api_key: int) -> str | None:
+        return self.registry.api_name(api_key)
+
+    def decode_request(self, payload: bytes) -> dict:
+        try:
+            return self.decoder.decode_request(payload, lenient=True)
+        except DecodeError as e:
+            raise UndecodableBody(str(e)) from e
+
+    def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict:
+        try:
+            return self.decoder.decode_response(payload, api_key, api_version, request=request, lenient=True)
+        except DecodeError as e:
+            raise UndecodableBody(str(e)) from e
+
+
+@lru_cache(maxsize=1)
+def _bundled_knowledge() -> tuple[KnownApis, dict[int, str]]:
+    """What finding Kafka relies on, from the bundled definitions whatever ``specs`` says (see ``sniff``)."""
+    registry = decoder_for(None).registry
+    names = {key: registry.api_name(key) for key in registry.api_keys()}
+    return KnownApis.from_registry(registry, request_header_version), names
+
+
+def _within(segments, scope: ConnectionScope) -> Iterator:
+    """Drop the segments of connections the scope does not take at all, before reassembly."""
+    for item in segments:
+        if type(item) is TcpSegment:
+            a, b = (item.src_ip, item.src_port), (item.dst_ip, item.dst_port)
+            if scope(a + b if a <= b else b + a) is False:
+                continue
+        yield item
+
+
+def _session_packets(paths: list[str], contexts: dict, limits: Mapping[str, int]) -> Iterator:
+    """The segments and issues of every file in turn, with global packet indices (see ``locate``);
+    keeps each context's ``position`` at the packet being read."""
+    for number, path in enumerate(paths):
+        limit = limits.get(path)
+        shift = number << FILE_SHIFT
+        items = read_packets(path)
+        while True:
+            try:
+                item = next(items, None)
+            except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
+                item = CaptureIssue(0, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
+                items = iter(())
+            if item is None:
+                break
+            if limit is not None and item.packet_index >= limit:
+                break
+            if shift:
+                item = replace(item, packet_index=item.packet_index + shift)
+            for c in contexts.values():
+                c.position = item.packet_index
+            yield item
+    for c in contexts.values():
+        c.position = None
+
+
+def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions,
+                  scope: ConnectionScope | None) -> Iterator[Exchange]:
+    connections: dict[ConnectionKey, Connection] = {}
+    contexts: dict[frozenset[int] | None, CaptureContext] = {None: ctx}
+
+    def open_connection(key: ConnectionKey, initiator) -> Connection | None:
+        taken = None if scope is None else scope((key.a_ip, key.a_port, key.b_ip, key.b_port))
+        if taken is False:
+            return None
+        if taken is True or taken is None:
+            return Connection(key, ctx, initiator)
+        if taken not in contexts:  # read for some apis only
+            contexts[taken] = replace(ctx, apis=taken & ctx.apis if ctx.apis is not None else taken)
+        return Connection(key, contexts[taken], initiator)
+
+    out: list[Exchange] = []
+    skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
+    segments = _session_packets(paths, contexts, options.packet_limits)
+    if scope is not None:
+        segments = _within(segments, scope)
+    events = reassemble(segments, max_buffered_bytes=options.max_buffered_bytes)
+    while True:
+        try:
+            ev = next(events, None)
+        except Exception as e:  # noqa: BLE001 - a bug below us ends the file, not the job
+            out.append(_internal_error(ctx, None, f"reading stopped: {type(e).__name__}: {e}"))
+            ev = None
+        if ev is None:
+            break
+        kind = type(ev)
+        if kind is CaptureIssue:
+            if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and options.issues_here:
+                _, local = ctx.locate(ev.packet_index)
+                out.append(_capture_error(ctx, f"{ev.kind} at packet {local} (file offset {ev.file_offset}): "
+                                               f"{ev.detail}", packet=ev.packet_index))
+        elif ev.conn not in skipped:
+            try:
+                out += _route(ev, kind, connections, open_connection, skipped)
+            except Exception as e:  # noqa: BLE001 - one connection's failure is that connection's row
+                skipped.add(ev.conn)
+                out.append(_internal_error(ctx, connections.pop(ev.conn, None), f"{type(e).__name__}: {e}"))
+        if out:
+            yield from out
+            out.clear()
+    for conn in connections.values():
+        try:
+            out += conn.close()
+        except Exception as e:  # noqa: BLE001
+            out.append(_internal_error(ctx, conn, f"{type(e).__name__}: {e}"))
+    yield from out
+
+
+def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[Exchange]:
+    if kind is FlowEvent:
+        if ev.kind == "open":
+            conn = open_connection(ev.conn, ev.initiator)
+            if conn is None:
+                skipped.add(ev.conn)
+            else:
+                connections[ev.conn] = conn
+        elif ev.kind == "close":
+            conn = connections.pop(ev.conn, None)
+            if conn is not None:
+                return conn.close(ev.detail)
+        return []
+    conn = connections.get(ev.conn)
+    if conn is None:
+        conn = open_connection(ev.conn, None)
+        if conn is None:
+            skipped.add(ev.conn)
+            return []
+        connections[ev.conn] = conn
+    return conn.chunk(ev) if kind is StreamChunk else conn.gap(ev)
+
+
+def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> Exchange:
+    """A failure of ours: said as such, with the connection it stopped, so it can be reported."""
+    where = f"connection {conn.key}" if conn is not None else "the capture"
+    return replace(_capture_error(ctx, f"kafka-wire failed reading {where} (a bug; the rest of the file is read): "
+                                       f"{what}"),
+                   status=INTERNAL_ERROR, connection_id=conn.connection_label() if conn is not None else None)
+
+
+def _capture_error(ctx: CaptureContext, error: str, packet: int | None = None) -> Exchange:
+    capture_file, local = ctx.locate(packet)
+    return Exchange(
+        capture_file=capture_file, connection_id=None, client_address=None, broker_address=None,
+        request_time=None, response_time=None, latency_ms=None, api_key=None, api_name=None, api_version=None,
+        correlation_id=None, client_id=None, request_size=None, response_size=None, request=None, response=None,
+        status=CAPTURE_ERROR, error=error, request_packet=local,
+        completed_at=packet if packet is not None else ctx.position)
