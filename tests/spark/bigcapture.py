@@ -48,7 +48,8 @@ def with_client(frame: bytes, broker_port: int, client_ip: bytes) -> bytes:
     if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
         tcp = 14 + (f[14] & 0xF) * 4
         to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == broker_port
-        f[26 + 4 * to_broker:30 + 4 * to_broker] = client_ip
+        client = 26 if to_broker else 30  # IPv4 source address towards the broker, destination back
+        f[client:client + 4] = client_ip
     return bytes(f)
 
 
