@@ -49,6 +49,7 @@ class Connection:
         self.first_bytes: dict[Direction, bytearray] = {}
         self.scan_resume: dict[Direction, int] = {}
         self.chunk_ends: dict[Direction, set[int]] = {}  # positions in first_bytes where a packet's bytes end
+        self.evidence: dict[Direction, tuple] = {}  # per side, the last _request_evidence and what it was for
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
         self.first_ns: int | None = None
@@ -171,6 +172,16 @@ class Connection:
         return best
 
     def _request_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
+        """(ids the other side answers, distinct ids, frames) of the requests chained from ``start``;
+        computed again only when either side has new bytes."""
+        other = self.first_bytes.get(reverse(direction), bytearray())
+        key = (start, len(self.first_bytes[direction]), len(other))
+        known = self.evidence.get(direction)
+        if known is None or known[0] != key:
+            known = self.evidence[direction] = (key, self._count_evidence(direction, start))
+        return known[1]
+
+    def _count_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
         head = self.first_bytes[direction]
         ids = chained_ids(head, start, lambda p: request_ids_at(head, p))
         other = self.first_bytes.get(reverse(direction), bytearray())

@@ -30,7 +30,7 @@ from .splitter import Partial, Skipped
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
-_HEADER_BYTES = 14 + 0x7FFF  # everything a request header up to its client id can take
+_CLIENT_ID_LENGTH = struct.Struct(">h")
 # Responses held for a request still to come (the client side was behind); older ones are given up.
 ORPHAN_LIMIT = 256
 
@@ -123,7 +123,8 @@ class Pairer:
         ``size``: the frame's claimed size, when ``payload`` is only the part of it captured.
         """
         size = len(payload) if size is None else size
-        head = _SIZE.pack(size) + payload[:_HEADER_BYTES]
+        length = _CLIENT_ID_LENGTH.unpack_from(payload, 8)[0] if len(payload) >= 10 else 0
+        head = _SIZE.pack(size) + payload[:10 + max(length, 0)]
         found = read_request_header(head, 0, self.ctx.known, strict=False, max_frame_size=size)
         if found is None and len(payload) >= 8:  # cut inside the client id: what is there still pairs
             api_key, version, correlation_id = _FIXED_HEADER.unpack_from(payload)
