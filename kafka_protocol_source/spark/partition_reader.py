@@ -15,7 +15,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from ..capture.summary import sessions, summarize
-from ..framing import MALFORMED_STATUSES
+from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
@@ -34,10 +34,11 @@ class CapturePartition(InputPartition):
     stream the packets to read (``limits``) and which rows are new (``emit``)."""
 
     def __init__(self, paths, index: int = 0, count: int = 1, limits: dict | None = None,
-                 emit: EmitRule | None = None):
+                 emit: EmitRule | None = None, notice: str | None = None):
         paths = (paths,) if isinstance(paths, str) else tuple(paths)
         super().__init__((paths, index, count))
         self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
+        self.notice = notice  # instead of reading: one capture_error row saying this about the file
 
     @property
     def path(self) -> str:
@@ -110,6 +111,13 @@ class PartitionReader:
 
     def _rows(self, partition: CapturePartition):
         o = self.options
+        if partition.notice is not None:
+            if o.view != "records" and o.mode == "PERMISSIVE":
+                yield exchange_row(notice_row(partition.path, partition.notice), None)
+            elif o.mode == "FAILFAST":
+                raise RuntimeError(f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: "
+                                   f"{partition.notice}")
+            return
         records_view = o.view == "records"
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
         paths = partition.paths
@@ -135,6 +143,13 @@ class PartitionReader:
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+
+def notice_row(path: str, error: str) -> Exchange:
+    return Exchange(capture_file=path, connection_id=None, client_address=None, broker_address=None,
+                    request_time=None, response_time=None, latency_ms=None, api_key=None, api_name=None,
+                    api_version=None, correlation_id=None, client_id=None, request_size=None, response_size=None,
+                    request=None, response=None, status=CAPTURE_ERROR, error=error)
 
 
 def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):

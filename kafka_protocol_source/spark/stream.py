@@ -81,7 +81,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
             before = seen["packets"] if seen and seen["first_ns"] == (s.first_ns or 0) else 0
-            if limit_packets > before:
+            if limit_packets > before or limit_packets < before:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
         grown = self._admit(grown, limit)
@@ -115,6 +115,12 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         summaries = [self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
                      for p in after if os.path.exists(p)]
         parts = []
+        for path, was in before.items():
+            now = after.get(path)
+            if now is not None and now["first_ns"] == was["first_ns"] and now["packets"] < was["packets"]:
+                parts.append(CapturePartition((path,), notice=f"the file shrank from {was['packets']} to "
+                                                              f"{now['packets']} packets after they were read "
+                                                              "(truncated or overwritten in place); not read again"))
         for chain in sessions(summaries, self.options.stitch_tolerance_ns if self.options.stitch else -1):
             new = [s for s in chain if _packets(after, s) > _packets(before, s)]
             flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER

@@ -219,3 +219,26 @@ def test_the_records_view_streams_each_record_once(spark, tmp_path):
     finally:
         query.stop()
     assert got == expected > 0
+
+
+def test_a_file_truncated_in_place_after_it_was_read_is_a_row_and_the_stream_goes_on(spark, tmp_path):
+    name = SAMPLES[1]
+    files, _ = _pieces(tmp_path, name, "packets", 3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    query = _start(spark, folder, tmp_path / "ck", name, "truncated").start()
+    try:
+        shutil.copy(files[0], folder)
+        query.processAllAvailable()
+        before = spark.sql("SELECT count(*) FROM truncated").first()[0]
+        target = folder / files[0].name
+        target.write_bytes(target.read_bytes()[:2000])  # cut in place, as a misbehaving rotation would
+        query.processAllAvailable()
+        shutil.copy(files[1], folder)
+        query.processAllAvailable()
+        rows = spark.sql("SELECT * FROM truncated").collect()
+    finally:
+        query.stop()
+    shrunk = [r for r in rows if r.status == "capture_error"]
+    assert len(shrunk) == 1 and "shrank" in shrunk[0].error and shrunk[0].capture_file == str(target)
+    assert len(rows) > before + 1  # the next file was read too
