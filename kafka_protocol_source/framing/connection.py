@@ -19,6 +19,9 @@ from .sniff import (CONFIRMED, chained_ids, first_confirmed, looks_like_tls, req
 from .splitter import DirectionFramer
 
 BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
+# Responses in a row that make a side whose peer's bytes were not captured Kafka (one fewer when
+# its SYN/ACK says it is the server).
+MIN_RESPONSE_RUN = 3
 # What to say of a frame cut short, and of a request left unanswered, by the way a connection ended.
 _CUT_BY = {"end_of_capture": "the capture ended inside this frame", "reset": "the connection was reset (RST) inside this frame",
            "fin": "the connection was closed (FIN) inside this frame", "reused": "the connection was replaced inside this frame"}
@@ -160,7 +163,7 @@ class Connection:
             if found is not None:
                 starts[direction] = found
         if not starts:
-            return None
+            return self._client_by_responses() if final else None
         best = max(starts, key=lambda d: self._request_evidence(d, starts[d]))
         answered, distinct, frames = self._request_evidence(best, starts[best])
         if answered or self.initiator is not None:
@@ -170,6 +173,23 @@ class Connection:
         if frames > 2 and distinct == 1:
             return None  # one id over and over: a broker's responses (ids read from their bodies)
         return best
+
+    def _client_by_responses(self) -> Direction | None:
+        """With one side's bytes only and no request in them: Kafka if they are a run of responses
+        (frames chaining to a packet boundary, ids counting up), whose receiver is the client."""
+        sides = [(direction, head) for direction, head in self.first_bytes.items() if head]
+        if len(sides) != 1 or sides[0][0] == self.initiator:
+            return None  # both sides spoke (and nothing asked), or the side that connected only answers
+        direction, head = sides[0]
+        boundary = self._boundary_in(direction)
+        responses = response_start_check(self.ctx.max_frame_size, lambda: ())
+        for start in sorted({0} | self.chunk_ends.get(direction, set()))[:64]:
+            if start < len(head) and responses(head, start, True, boundary) == CONFIRMED:
+                ids = chained_ids(head, start, lambda p: response_ids_at(head, p))
+                enough = MIN_RESPONSE_RUN - (self.initiator is not None)  # a SYN says which side serves
+                if len(ids) >= enough and all(0 < b - a <= 64 for a, b in zip(ids, ids[1:])):
+                    return reverse(direction)
+        return None
 
     def _request_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
         """(ids the other side answers, distinct ids, frames) of the requests chained from ``start``;
