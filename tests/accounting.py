@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.capture import read_packets
+from kafka_protocol_source.capture import CaptureError, read_packets
 from kafka_protocol_source.capture.source import detect_format
 from kafka_protocol_source.framing.connection import address
 from kafka_protocol_source.framing.context import DEFAULT_PORTS
@@ -44,11 +44,19 @@ def _merge(spans) -> list[tuple[int, int]]:
     return [(a, b) for a, b in merged]
 
 
+def _until_error(items):
+    """The packets up to a problem with the file, where read_capture stops too (with a row)."""
+    try:
+        yield from items
+    except (CaptureError, OSError):
+        return
+
+
 def captured_bytes(path, max_buffered_bytes: int | None = None) -> dict[str, list[tuple[int, int]]]:
     """Per direction label (``client->broker#n`` style), the stream intervals the tcp stage delivered."""
     options = {} if max_buffered_bytes is None else {"max_buffered_bytes": max_buffered_bytes}
     spans = defaultdict(list)
-    for ev in reassemble(read_packets(path), **options):
+    for ev in reassemble(_until_error(read_packets(path)), **options):
         if type(ev) is StreamChunk and ev.data:
             d = ev.direction
             spans[_label(d.src_ip, d.src_port, d.dst_ip, d.dst_port, ev.conn.instance)].append(

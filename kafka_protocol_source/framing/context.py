@@ -56,4 +56,7 @@ class CaptureContext:
     def time(ns: int | None) -> datetime | None:
         if ns is None or ns == 0:  # 0: the capture recorded no time (pcapng simple packets, dumps)
             return None
-        return datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
+        try:
+            return datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):  # beyond what a datetime holds (an absurd if_tsoffset)
+            return None
