@@ -31,6 +31,7 @@ from .framing.dumps import is_dump, read_dump
 from .framing.model import CAPTURE_ERROR, INTERNAL_ERROR, Exchange
 from .framing.sniff import KnownApis
 from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
+from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.api_keys import API_VERSIONS
 from .spec.headers import request_header_version
 from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamGap, reassemble
@@ -54,7 +55,8 @@ class CaptureOptions:
     either end open) keep only matching exchanges, without decoding the others;
     ``packet_limits``: read at most this many packets of the files it names (a file still being
     written); ``issues_here``: report problems with the files themselves (one of several readers
-    sharing a capture does)."""
+    sharing a capture does); ``max_decompressed_bytes``: what the ``records`` fields of one frame
+    may decompress to, together (a frame past it says so in its row)."""
 
     ports: frozenset[int] = DEFAULT_PORTS
     detect_kafka: bool = True
@@ -65,6 +67,7 @@ class CaptureOptions:
     window_ns: tuple[int | None, int | None] | None = None
     packet_limits: Mapping[str, int] = field(default_factory=dict)
     issues_here: bool = True
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
 def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
@@ -72,7 +75,8 @@ def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
                  specs: str | None = None, apis: Iterable[int] | None = None,
                  window_ns: tuple[int | None, int | None] | None = None,
-                 packet_limits: Mapping[str, int] | None = None) -> Iterator[Exchange]:
+                 packet_limits: Mapping[str, int] | None = None,
+                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Exchange]:
     """Yield every Kafka exchange in the capture at ``path`` (see ``CaptureOptions``).
 
     ``path`` may be a list of captures of one session (rotated files, in time order): they are
@@ -80,7 +84,8 @@ def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
     ``capture_file`` is the file where its exchange started.
     """
     options = CaptureOptions(frozenset(int(p) for p in ports or ()), detect_kafka, max_frame_size, max_buffered_bytes,
-                             specs, frozenset(apis) if apis is not None else None, window_ns, packet_limits or {})
+                             specs, frozenset(apis) if apis is not None else None, window_ns, packet_limits or {},
+                             max_decompressed_bytes=max_decompressed_bytes)
     return read_with(path, options)
 
 
@@ -88,7 +93,7 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
     """``read_capture`` with its options as one value, and only the connections ``scope`` takes."""
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     known, names = _bundled_knowledge()
-    ctx = CaptureContext(paths[0], CodecBodies(decoder_for(options.specs)), known, options.ports,
+    ctx = CaptureContext(paths[0], CodecBodies(decoder_for(options.specs), options.max_decompressed_bytes), known, options.ports,
                          options.detect_kafka, options.max_frame_size, options.apis, options.window_ns,
                          bundled_names=names, files=tuple(paths))
     try:
@@ -107,8 +112,9 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
 class CodecBodies:
     """The codec's ``Decoder`` as the ``framing.decoding.BodyDecoder`` framing is handed."""
 
-    def __init__(self, decoder: Decoder):
+    def __init__(self, decoder: Decoder, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
         self.decoder = decoder
+        self.max_decompressed_bytes = max_decompressed_bytes
         self.registry = decoder.registry
         self.source = decoder.registry.source
 
@@ -126,13 +132,15 @@ class CodecBodies:
 
     def decode_request(self, payload: bytes) -> dict:
         try:
-            return self.decoder.decode_request(payload, lenient=True)
+            return self.decoder.decode_request(payload, lenient=True,
+                                               max_decompressed_bytes=self.max_decompressed_bytes)
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict:
         try:
-            return self.decoder.decode_response(payload, api_key, api_version, request=request, lenient=True)
+            return self.decoder.decode_response(payload, api_key, api_version, request=request, lenient=True,
+                                                max_decompressed_bytes=self.max_decompressed_bytes)
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
 

@@ -8,26 +8,44 @@ parser of the same message is kept too; it is only used to say where a bad frame
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
+from ..spec.ir import Struct
 from ..spec.registry import SpecRegistry
 from .builder import build_parser
-from .constructs import Struct
+from .constructs import Struct as ConstructStruct
+
+
+_LENGTH_PREFIXED = frozenset({"array", "string", "bytes", "records"})
+
+
+def all_nullable(struct: Struct) -> Struct:
+    """``struct`` with every length-prefixed field nullable (structs keep their wire format)."""
+    def field(f):
+        element = all_nullable(f.element) if isinstance(f.element, Struct) else f.element
+        inner = all_nullable(f.struct) if f.struct is not None else None
+        return replace(f, nullable=f.nullable or f.kind in _LENGTH_PREFIXED, element=element, struct=inner)
+
+    return replace(struct, fields=tuple(field(f) for f in struct.fields), tagged=tuple(field(f) for f in struct.tagged))
 
 
 @dataclass(frozen=True, slots=True)
 class Parser:
     name: str
     version: int
-    interpreted: Struct
+    interpreted: ConstructStruct
     parse_compiled: Callable  # (io) -> dict
 
 
 class ParserCache:
-    def __init__(self, registry: SpecRegistry, compiled: bool = True):
+    """``tolerate_nulls``: parsers that read a null (-1) length or count where the spec says the
+    field is not nullable as null, for peers that send one (a lenient second reading)."""
+
+    def __init__(self, registry: SpecRegistry, compiled: bool = True, tolerate_nulls: bool = False):
         self.registry = registry
         self.compiled = compiled
+        self.tolerate_nulls = tolerate_nulls
         self._parsers: dict[tuple[str, int], Parser] = {}
         self._lock = threading.Lock()
 
@@ -41,7 +59,8 @@ class ParserCache:
         return parser
 
     def _build(self, name: str, version: int) -> Parser:
-        interpreted = build_parser(self.registry.resolved(name, version))
+        struct = self.registry.resolved(name, version)
+        interpreted = build_parser(all_nullable(struct) if self.tolerate_nulls else struct)
         if self.compiled:
             parse = interpreted.compile().parsefunc
             return Parser(name, version, interpreted, lambda io: parse(io, None))

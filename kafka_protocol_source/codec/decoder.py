@@ -9,33 +9,61 @@ A body must use every byte of the frame: leftovers mean the frame was read at th
 from __future__ import annotations
 
 import struct
+import threading
 from functools import lru_cache
 from io import BytesIO
 
 from ..spec.api_keys import API_VERSIONS
 from ..spec.headers import request_header_version, response_header_version
 from ..spec.registry import SpecRegistry, registry_for
+from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .cache import ParserCache
 from .embedded import decode_embedded
 from .errors import DecodeError, TrailingBytes, Truncated, WireError
-from .runtime import active_decoder, remaining
+from .records_pass import decode_records_fields, records_paths
+from .runtime import remaining
 
 _API_KEY_VERSION = struct.Struct(">hh")
+# Requests inside requests (EnvelopeRequest) are decoded this deep at most: a frame that nests
+# further is a DecodeError, not a RecursionError.
+MAX_NESTING = 16
+_NOT_NULLABLE = "where not nullable"
 
 
 class Decoder:
     def __init__(self, registry: SpecRegistry, compiled: bool = True):
         self.registry = registry
         self.parsers = ParserCache(registry, compiled)
+        self.tolerant = ParserCache(registry, compiled, tolerate_nulls=True)
+        self._nesting = threading.local()
+
+    def _enter(self, where: dict) -> None:
+        depth = getattr(self._nesting, "depth", 0)
+        if depth >= MAX_NESTING:
+            raise DecodeError(f"requests nested more than {MAX_NESTING} deep", offset=0, **where)
+        self._nesting.depth = depth + 1
+
+    def _leave(self) -> None:
+        self._nesting.depth -= 1
 
     # -- whole frames ------------------------------------------------------------------
 
-    def decode_request(self, payload: bytes, *, protocol_type: str | None = None, lenient: bool = False) -> dict:
+    def decode_request(self, payload: bytes, *, protocol_type: str | None = None, lenient: bool = False,
+                       max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> dict:
         """Decode one request frame (without its size prefix).
 
         ``lenient``: bytes left over after a body that otherwise decoded are reported as
-        ``trailing_bytes`` in the result instead of raising (peers that pad or append junk).
+        ``trailing_bytes`` in the result instead of raising (peers that pad or append junk), and
+        a null where the spec allows none is read as null and reported in ``deviations``.
+        ``max_decompressed_bytes``: what all ``records`` fields of the frame may decompress to.
         """
+        self._enter({"direction": "request"})
+        try:
+            return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
+        finally:
+            self._leave()
+
+    def _decode_request(self, payload: bytes, protocol_type, lenient: bool, max_decompressed_bytes: int) -> dict:
         if len(payload) < 4:
             raise DecodeError(f"request frame of {len(payload)} bytes is too short for a header", offset=0)
         api_key, version = _API_KEY_VERSION.unpack_from(payload)
@@ -48,7 +76,7 @@ class Decoder:
                               offset=2, **where)
         io = BytesIO(payload)
         header = self._parse(io, "RequestHeader", request_header_version(message, version), where)
-        body, trailing = self._body(io, message.name, version, where, lenient)
+        body, trailing, deviations = self._body(io, message.name, version, where, lenient)
         result = {
             "api_key": api_key,
             "api_name": message.api_name,
@@ -59,12 +87,25 @@ class Decoder:
         }
         if trailing:
             result["trailing_bytes"] = trailing
+        if deviations:
+            result["deviations"] = deviations
+        self._records(result, message.name, version, max_decompressed_bytes)
         decode_embedded(self, result, "request", protocol_type=protocol_type)
         return result
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, *, request: dict | None = None,
-                        protocol_type: str | None = None, lenient: bool = False) -> dict:
+                        protocol_type: str | None = None, lenient: bool = False,
+                        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> dict:
         """Decode one response frame; ``request`` (its decoded request) gives embedded data context."""
+        self._enter({"direction": "response", "api_key": api_key, "api_version": api_version})
+        try:
+            return self._decode_response(payload, api_key, api_version, request, protocol_type, lenient,
+                                         max_decompressed_bytes)
+        finally:
+            self._leave()
+
+    def _decode_response(self, payload: bytes, api_key: int, api_version: int, request, protocol_type,
+                         lenient: bool, max_decompressed_bytes: int) -> dict:
         message = self.registry.response(api_key)
         where = dict(api_key=api_key, api_name=message.api_name if message else None,
                      api_version=api_version, direction="response")
@@ -79,8 +120,21 @@ class Decoder:
             result = self._response_at(payload, message, api_version, where)
         except DecodeError as first:
             result = self._recover(first, payload, message, api_version, where, lenient)
+        self._records(result, message.name, result.get("body_version", api_version), max_decompressed_bytes)
         decode_embedded(self, result, "response", request=request, protocol_type=protocol_type)
         return result
+
+    def _records(self, result: dict, name: str, version: int, max_decompressed_bytes: int) -> None:
+        """Decode the body's ``records`` fields, all within one decompression budget."""
+        paths = records_paths(self.registry.resolved(name, version))
+        if not paths:
+            return
+        budget = DecompressionBudget(max_decompressed_bytes)
+        decode_records_fields(self, result["body"], paths, budget)
+        if budget.exhausted:
+            cut = (f"records not decompressed past the frame's budget of {budget.total} bytes "
+                   f"(maxDecompressedBytes)")
+            result["note"] = f"{result['note']}; {cut}" if result.get("note") else cut
 
     def _recover(self, first: DecodeError, payload, message, api_version, where, lenient) -> dict:
         """A response that does not decode at its version: ApiVersions' v0 fallback, then leniency."""
@@ -95,45 +149,55 @@ class Decoder:
                 result["body_version"] = 0
                 result["note"] = f"ApiVersions v{api_version} response decoded as v0 (broker fallback): {first.reason}"
                 return result
-        if lenient and isinstance(first, TrailingBytes):
+        if lenient and (isinstance(first, TrailingBytes) or _NOT_NULLABLE in first.reason):
             return self._response_at(payload, message, api_version, where, lenient=True)
         raise first
 
     def _response_at(self, payload, message, version, where, lenient: bool = False) -> dict:
         io = BytesIO(payload)
         header = self._parse(io, "ResponseHeader", response_header_version(message, version), where)
-        body, trailing = self._body(io, message.name, version, where, lenient)
+        body, trailing, deviations = self._body(io, message.name, version, where, lenient)
         result = {"api_key": message.api_key, "api_version": where["api_version"],
                   "correlation_id": header["correlation_id"], "body": body}
         if trailing:
             result["trailing_bytes"] = trailing
+        if deviations:
+            result["deviations"] = deviations
         return result
 
-    def _body(self, io, name: str, version: int, where: dict, lenient: bool) -> tuple[dict, int]:
-        """The body, which must use every byte left; when ``lenient``, leftovers are counted instead."""
+    def _body(self, io, name: str, version: int, where: dict, lenient: bool) -> tuple[dict, int, list[str]]:
+        """The body, which must use every byte left. When ``lenient``, leftovers are counted
+        instead, and a null where the spec has none is read as null (said in the deviations)."""
+        start = io.tell()
+        deviations: list[str] = []
         try:
-            return self._parse(io, name, version, where, whole=True), 0
+            return self._parse(io, name, version, where, whole=True), 0, deviations
         except TrailingBytes as e:
             if not lenient:
                 raise
-            return e.value, e.left
+            return e.value, e.left, deviations
+        except DecodeError as e:
+            if not lenient or _NOT_NULLABLE not in e.reason:
+                raise
+            deviations.append(f"{e.path or name}: {e.reason} (read as null, as clients do)")
+        io.seek(start)
+        try:
+            return self._parse(io, name, version, where, whole=True, parsers=self.tolerant), 0, deviations
+        except TrailingBytes as e:
+            return e.value, e.left, deviations
 
     # -- one message at one version ---------------------------------------------------
 
     def parse_message(self, name: str, version: int, data: bytes, *, whole: bool = True) -> dict:
         """Decode ``data`` as message ``name`` at ``version`` (data messages, embedded bytes)."""
         where = dict(api_name=name, api_version=version, direction="data")
-        return self._parse(BytesIO(data), name, version, where, whole=whole)
+        result = {"body": self._parse(BytesIO(data), name, version, where, whole=whole)}
+        self._records(result, name, version, DEFAULT_MAX_DECOMPRESSED_BYTES)
+        return result["body"]
 
-    def _parse(self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False) -> dict:
-        token = active_decoder.set(self)
-        try:
-            return self._parse_with(io, name, version, where, whole)
-        finally:
-            active_decoder.reset(token)
-
-    def _parse_with(self, io: BytesIO, name: str, version: int, where: dict, whole: bool) -> dict:
-        parser = self.parsers.get(name, version)
+    def _parse(self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False,
+               parsers: ParserCache | None = None) -> dict:
+        parser = (parsers or self.parsers).get(name, version)
         start = io.tell()
         try:
             value = parser.parse_compiled(io)

@@ -13,13 +13,8 @@ before a single element is built.
 from __future__ import annotations
 
 import struct
-from contextvars import ContextVar
 
 from .errors import Truncated, WireError
-
-# The Decoder whose parse is running: control records inside a ``records`` field decode their
-# KRaft data with the same definitions as the message around them (a krammar file, say).
-active_decoder: ContextVar = ContextVar("kafka_wire_active_decoder", default=None)
 
 _I8 = struct.Struct(">b").unpack
 _I16 = struct.Struct(">h").unpack
@@ -271,18 +266,11 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
         result["unknown_tagged_fields"] = unknown
 
 
+class RecordsBytes(bytes):
+    """The bytes of a ``records`` field, left for the records stage to decode after the body."""
+
+
 def read_records(io, nullable: bool, compact: bool):
-    """A ``records`` field: sized bytes holding message sets or record batches."""
+    """A ``records`` field: sized bytes holding message sets or record batches (decoded later)."""
     data = read_compact_bytes(io, nullable) if compact else read_bytes(io, nullable)
-    if data is None:
-        return None
-    return _decode_records(data)
-
-
-def _decode_records(data: bytes):
-    from ..records import decode_records  # noqa: PLC0415 - the records stage loads on first use
-    from .decoder import decoder_for  # noqa: PLC0415 - control record data is spec-defined
-    from .embedded import decode_control_data  # noqa: PLC0415
-
-    decoder = active_decoder.get() or decoder_for()
-    return decode_records(data, decode_control=lambda type_id, value: decode_control_data(decoder, type_id, value))
+    return None if data is None else RecordsBytes(data)

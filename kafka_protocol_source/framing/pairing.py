@@ -109,7 +109,7 @@ class Pairer:
         header = RequestHeader(len(frame.payload), decoded["api_key"], decoded["api_version"],
                                decoded["correlation_id"], decoded.get("client_id"), 0)
         self.client_ids.add(header.client_id)
-        if decoded.get("trailing_bytes"):
+        if decoded.get("trailing_bytes") or decoded.get("deviations"):
             self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
             return
         if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
@@ -182,11 +182,12 @@ class Pairer:
                 and response["body"].get("error_code") == 0):
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
-        if response.get("trailing_bytes"):
+        deviated = response.get("trailing_bytes") or response.get("deviations")
+        if deviated:
             status = MALFORMED if status == OK else status
             error = "; ".join(filter(None, (error, _leftover("response", response))))
         self._emit_pending(pending, status, error, response_frame=frame, response=response,
-                           raw_response=payload if response.get("trailing_bytes") or pending.decoded is None else None)
+                           raw_response=payload if deviated or pending.decoded is None else None)
 
     def _missing(self, frame: Frame) -> None:
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
@@ -327,8 +328,10 @@ def _notes(note: str | None, *decoded: dict | None) -> str | None:
 
 
 def _leftover(side: str, decoded: dict) -> str:
-    return (f"{decoded['trailing_bytes']} bytes left after the {side} body: the frame does not match the spec "
-            f"(the body as decoded is kept)")
+    """What a peer did that the spec does not allow and clients accept: said, with the body kept."""
+    said = [f"{decoded['trailing_bytes']} bytes left after the {side} body"] if decoded.get("trailing_bytes") else []
+    said += [f"{side} {d}" for d in decoded.get("deviations", ())]
+    return f"{'; '.join(said)}: the frame does not match the spec (the body as decoded is kept)"
 
 
 def _frame_size(frame) -> int | None:

@@ -6,7 +6,8 @@ its records (see shapes for the exact keys); `RecordsError` is the stage's inter
 type, reported as data rather than raised. Knows nothing of frames, specs or Spark.
 """
 
+from .budget import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .errors import RecordsError
 from .reader import decode_records
 
-__all__ = ["RecordsError", "decode_records"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED_BYTES", "DecompressionBudget", "RecordsError", "decode_records"]

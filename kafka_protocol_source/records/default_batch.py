@@ -5,14 +5,13 @@ record loop: varint length, int8 attributes, zigzag timestamp and offset deltas,
 key and value, headers. The loop is the stage's hot path, so varints take an inline
 one-byte fast path and records are built as dict literals with no helper calls. Every
 claimed length is checked against the bytes of its record before anything is sliced.
-Does not walk from batch to batch (see reader) or know codecs beyond `decompress`.
+Does not walk from batch to batch (see reader) or know codecs (it asks its decompression budget).
 """
 
 import struct
 
 from crc32c import crc32c
 
-from .compression import decompress
 from .control import ControlDecoder, decode_control_record
 from .errors import RecordsError
 from .shapes import UNKNOWN, compression_name, new_batch
@@ -36,7 +35,7 @@ _CONTROL_BIT = 0x20
 _DELETE_HORIZON_BIT = 0x40
 
 
-def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, limit: int,
+def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budget,
                          decode_control: ControlDecoder | None) -> dict:
     """Decode the batch at data[pos:end]; `truncated` means its declared end lies beyond."""
     if end - pos < HEADER_SIZE:
@@ -68,7 +67,7 @@ def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, limit
             read_records(data, body, end, base_offset, base_timestamp, timestamp_override,
                          records, truncated)
         elif not truncated:
-            payload = decompress(codec, data[body:end], limit)
+            payload = budget.decompress(codec, data[body:end])
             read_records(payload, 0, len(payload), base_offset, base_timestamp,
                          timestamp_override, records, False)
         if not truncated and len(records) != records_count:

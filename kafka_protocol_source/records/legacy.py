@@ -9,7 +9,6 @@ walk the top-level set (see reader).
 import struct
 import zlib
 
-from .compression import decompress
 from .errors import RecordsError
 from .shapes import compression_name, legacy_record, new_batch
 
@@ -23,8 +22,7 @@ MIN_MESSAGE_SIZE = {0: 14, 1: 22}
 _TIMESTAMP_TYPE_BIT = 0x08
 
 
-def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool,
-                          limit: int) -> dict:
+def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool, budget) -> dict:
     """Decode the top-level message at data[pos:end] as a batch dict."""
     if end - pos < _PREFIX.size + (8 if data[pos + 16] == 1 else 0):
         # The reader only calls with the magic byte present, so offset to magic are whole.
@@ -53,7 +51,7 @@ def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool,
         else:
             if value is None:
                 raise RecordsError("compressed wrapper message has a null value")
-            inner = decompress(codec, value, limit)
+            inner = budget.decompress(codec, value)
             batch["records"] = _inner_records(inner, offset, magic,
                                               timestamp if log_append_time else None, batch)
     except RecordsError as e:

@@ -12,6 +12,7 @@ import struct
 from .control import ControlDecoder
 from .default_batch import MIN_BATCH_LENGTH, decode_default_batch
 from .legacy import LOG_OVERHEAD, MIN_MESSAGE_SIZE, decode_legacy_message
+from .budget import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .shapes import new_batch
 
 _OFFSET_LENGTH = struct.Struct(">qi")
@@ -20,12 +21,17 @@ _MIN_LENGTH = {0: MIN_MESSAGE_SIZE[0], 1: MIN_MESSAGE_SIZE[1], 2: MIN_BATCH_LENG
 
 
 def decode_records(data: bytes | bytearray | memoryview, *,
-                   max_decompressed_bytes: int = 256 * 1024 * 1024,
-                   decode_control: ControlDecoder | None = None) -> list[dict]:
+                   max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                   decode_control: ControlDecoder | None = None,
+                   budget: DecompressionBudget | None = None) -> list[dict]:
     """Decode a Kafka `records` field into one dict per batch, in wire order.
 
     Bad bytes never raise: they end up in a batch's `error`, `crc_valid` or `truncated`.
+    ``budget``: decompressed bytes this field may still produce, shared with the other
+    ``records`` fields of its frame (else ``max_decompressed_bytes`` for this field alone).
     """
+    if budget is None:
+        budget = DecompressionBudget(max_decompressed_bytes)
     if not isinstance(data, bytes):
         # Slices of bytes are bytes, which is what keys and values must be.
         data = bytes(data)
@@ -53,11 +59,9 @@ def decode_records(data: bytes | bytearray | memoryview, *,
         truncated = declared_end > n
         end = n if truncated else declared_end
         if magic == 2:
-            batches.append(decode_default_batch(data, pos, end, truncated,
-                                                max_decompressed_bytes, decode_control))
+            batches.append(decode_default_batch(data, pos, end, truncated, budget, decode_control))
         else:
-            batches.append(decode_legacy_message(data, pos, end, truncated,
-                                                 max_decompressed_bytes))
+            batches.append(decode_legacy_message(data, pos, end, truncated, budget))
         if truncated:
             break
         pos = end

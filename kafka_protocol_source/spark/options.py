@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..codec.decoder import decoder_for
 from ..framing.context import DEFAULT_PORTS
+from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 VIEWS = ("exchanges", "records")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
@@ -29,6 +30,8 @@ OPTION_DOC = {
     "detectKafka": "true (default): also find Kafka on other ports by decoding first requests",
     "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
     "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
+    "maxDecompressedBytes": "what the records fields of one frame may decompress to, together "
+                            "(default 268435456); a frame past it says so in its row",
     "specs": "directory of Kafka JSON message definitions, or a krammar file, to decode with (default: bundled)",
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
@@ -73,6 +76,7 @@ class ReadOptions:
     split_size: int = DEFAULT_SPLIT_SIZE
     stitch: bool = True
     stitch_tolerance_ns: int = 60 * 10**9
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
     @classmethod
     def parse(cls, options) -> ReadOptions:
@@ -115,6 +119,7 @@ class ReadOptions:
             glob_filter=opts.get("pathglobfilter"), split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
             stitch=_bool(opts, "stitch", True),
             stitch_tolerance_ns=int(_seconds(opts, "stitchtolerance", 60.0) * 1e9),
+            max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=0),
         )
 
 

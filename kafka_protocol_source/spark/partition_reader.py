@@ -122,7 +122,8 @@ class PartitionReader:
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
         paths = partition.paths
         options = CaptureOptions(o.ports, o.detect_kafka, o.max_frame_size, o.max_buffered_bytes, o.specs,
-                                 apis, self.window, partition.limits or {}, issues_here=partition.index == 0)
+                                 apis, self.window, partition.limits or {}, issues_here=partition.index == 0,
+                                 max_decompressed_bytes=o.max_decompressed_bytes)
         scope = slice_scope(partition.index, partition.count, TOPIC_NAMING_APIS if records_view else None)
         exchanges = read_with(list(paths), options, scope)
         emit = partition.emit

@@ -1,0 +1,37 @@
+"""How many decompressed bytes one frame may still produce, shared by all its ``records`` fields.
+
+A Produce request whose partitions each carry a batch that compresses very well would expand
+without bound if each field had a limit of its own; one budget per frame bounds a frame, and
+so a task. Every decompression is asked to stop at what is left (the codecs stop before they
+pass it, see ``compression``); once the budget is spent, later batches are not decompressed at
+all and say why.
+"""
+
+from __future__ import annotations
+
+from .compression import decompress
+from .errors import RecordsError
+
+DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024  # per frame: the maxDecompressedBytes option
+
+
+class DecompressionBudget:
+    def __init__(self, total: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
+        self.total = total
+        self.left = total
+        self.exhausted = False
+
+    def decompress(self, codec_id: int, data: bytes) -> bytes:
+        if self.exhausted:
+            raise RecordsError(f"not decompressed: the frame's decompression budget of {self.total} bytes "
+                               f"(maxDecompressedBytes) is spent")
+        try:
+            out = decompress(codec_id, data, self.left)
+        except RecordsError as e:
+            if "exceed" not in str(e):
+                raise
+            self.exhausted = True
+            raise RecordsError(f"decompression stopped at the frame's budget of {self.total} bytes "
+                               f"(maxDecompressedBytes): {e}") from e
+        self.left -= len(out)
+        return out
