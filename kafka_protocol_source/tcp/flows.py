@@ -66,10 +66,15 @@ class _Table:
         self.out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
     def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
-        """A segment after close is a late retransmission unless it is a SYN or lies past the old data."""
-        if seg.flags & SYN:
-            return False
+        """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
+
+        A SYN with the ISN the closed connection began with is a copy of that one: the same packets
+        captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
+        written one interface's block after the other's), not a new connection.
+        """
         stream = conn.streams[(seg.src_ip, seg.src_port)]
+        if seg.flags & SYN:
+            return stream.isn is not None and stream.isn == seg.seq
         if not seg.payload or stream.base_seq is None:
             return True
         return -1 <= stream.offset_of(seg.seq) <= stream.offset

@@ -197,3 +197,35 @@ def test_a_file_of_a_session_that_vanished_is_a_capture_error_row_and_the_rest_i
     errors = [e for e in rows if e.status == "capture_error"]
     assert len(errors) == 1 and "gone.pcap" in errors[0].error and errors[0].capture_file.endswith("gone.pcap")
     assert sum(e.status == "ok" for e in rows) > 0
+
+
+def _two_interfaces(segments, order: str) -> bytes:
+    """The segments captured on an Ethernet interface and again on a cooked (SLL2) one, 3 us
+    later: in time order, or one interface's packets after the other's (as a two-interface
+    pcapng can be written)."""
+    from tests.capture import pcapbuild as pb
+
+    first, second = [], []
+    for s in segments:
+        tcp = pb.tcp(s.src_port, s.dst_port, s.seq, s.ack, s.flags, s.payload)
+        ip = pb.ipv4(s.src_ip, s.dst_ip, tcp)
+        first.append(("epb", 0, s.timestamp_ns // 1000, pb.ether(ip)))
+        second.append(("epb", 1, s.timestamp_ns // 1000 + 3, pb.sll2(ip)))
+    if order == "interleaved":
+        packets = [p for pair in zip(first, second) for p in pair]
+    else:
+        packets = first + second
+    return pb.pcapng([(1, None, None, 262144), (276, None, None, 262144)], packets)
+
+
+@pytest.mark.parametrize("order", ["interleaved", "one_interface_after_the_other"])
+@pytest.mark.parametrize("ports", ["broker", None])
+def test_the_same_packets_on_two_interfaces_are_read_once(tmp_path, order, ports):
+    s = next(c for c in CAPTURES if c.name == "tansu_confluent_kafka_all_codecs")
+    options = {"ports": [s.broker_port] if ports else None}
+    path = tmp_path / "two.pcapng"
+    path.write_bytes(_two_interfaces(segments_of(s.path), order))
+    once = Counter(_key(e) + (e.status,) for e in read_capture(s.path, **options))
+    twice = Counter(_key(e) + (e.status,) for e in read_capture(path, **options))
+    assert twice == once
+    assert check_accounting(path, **options) == []
