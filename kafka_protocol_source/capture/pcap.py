@@ -55,7 +55,7 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
             want = end - size
         else:
             want = 16 - (size - pos)
-        more = read(max(READ_SIZE, want))
+        more = read(READ_SIZE)  # never sized by a claimed length: the file may hold far less
         if not more:
             break
         buf = buf[pos:] + more

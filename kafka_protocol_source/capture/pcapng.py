@@ -132,7 +132,7 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                     interfaces = []
                 pos = end
                 continue
-        more = read(max(READ_SIZE, need - (size - pos)))
+        more = read(READ_SIZE)  # never sized by a claimed length: the file may hold far less
         if not more:
             break
         buf = buf[pos:] + more

@@ -243,3 +243,23 @@ def test_read_in_many_chunks(monkeypatch):
     assert [s.payload for s in read(b.pcap(frames))] == [bytes([i]) * i for i in range(30)]
     ng = b.pcapng([(1, 9, None, 0)], [("epb", 0, t, f) for t, f in frames])
     assert [s.payload for s in read(ng)] == [bytes([i]) * i for i in range(30)]
+
+
+def test_a_record_claiming_a_huge_caplen_allocates_no_more_than_the_file_holds(tmp_path):
+    import struct
+    import tracemalloc
+
+    from kafka_protocol_source.capture import CaptureIssue, read_packets
+
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+    record = struct.pack("<IIII", 1, 0, (64 << 20) - 1, (64 << 20) - 1) + b"\x00" * 400  # claims ~64 MiB
+    path = tmp_path / "claims.pcap"
+    path.write_bytes(header + record)
+    tracemalloc.start()
+    try:
+        items = list(read_packets(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert any(isinstance(i, CaptureIssue) for i in items)
+    assert peak < 8 << 20  # a read chunk or two, never the claimed 64 MiB

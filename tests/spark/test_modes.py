@@ -100,3 +100,32 @@ def test_failfast_raises_naming_file_and_position(spark, corrupted):
     assert "MALFORMED_RECORD_IN_PARSING" in message and "FAILFAST" in message
     assert str(path) in message
     assert f"packet {victim.request_packet}" in message and f"stream byte {victim.stream_offset}" in message
+
+
+def _broken_captures(folder):
+    """Files that are captures by their magic and broken after it (issue 11, item 6)."""
+    import gzip
+
+    shb = struct.pack("<I", 0x0A0D0D0A)
+    made = {}
+    for n, claimed in enumerate((0, 13, 0xFFFFFFF0)):  # a section header claiming an impossible length
+        made[f"shb_{claimed}.pcapng"] = shb + struct.pack("<I", claimed) + struct.pack("<I", 0x1A2B3C4D) + b"\x00" * 40
+    good = gzip.compress(TANSU_CONFLUENT.read_bytes())
+    corrupt = bytearray(good)
+    corrupt[20:60] = b"\x00" * 40  # the deflate stream itself, right after the gzip header
+    made["corrupt_body.pcap.gz"] = bytes(corrupt)
+    for name, data in made.items():
+        (folder / name).write_bytes(data)
+    return sorted(made)
+
+
+def test_broken_capture_files_are_rows_in_permissive_dropped_or_named_in_failfast(spark, tmp_path):
+    names = _broken_captures(tmp_path)
+    read = spark.read.format("kafka-wire").option("ports", "9092")
+    rows = read.load(str(tmp_path)).collect()
+    errors = {r.capture_file.rsplit("/", 1)[1]: r for r in rows if r.status == "capture_error"}
+    assert set(errors) == set(names)
+    assert all(r.error for r in errors.values())
+    assert read.option("mode", "DROPMALFORMED").load(str(tmp_path)).where("status = 'capture_error'").count() == 0
+    with pytest.raises(Exception, match=r"MALFORMED_RECORD_IN_PARSING.*kafka-wire \(mode FAILFAST\)"):
+        read.option("mode", "FAILFAST").load(str(tmp_path / names[0])).collect()
