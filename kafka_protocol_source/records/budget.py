@@ -13,12 +13,18 @@ from .compression import decompress
 from .errors import RecordsError
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024  # per frame: the maxDecompressedBytes option
+# Records one frame may decode: a record dict costs far more memory than its bytes (64 MiB of
+# 7-byte records would be nine million dicts), so the budget also allows one record per this many
+# bytes of it, and never fewer than MIN_RECORDS.
+RECORD_COST = 1024
+MIN_RECORDS = 1 << 16
 
 
 class DecompressionBudget:
     def __init__(self, total: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
         self.total = total
         self.left = total
+        self.records_left = max(total // RECORD_COST, MIN_RECORDS)
         self.exhausted = False
 
     def decompress(self, codec_id: int, data: bytes) -> bytes:
@@ -35,3 +41,15 @@ class DecompressionBudget:
                                f"(maxDecompressedBytes): {e}") from e
         self.left -= len(out)
         return out
+
+    def records_allowed(self) -> int:
+        """How many more records may be decoded before the budget is spent."""
+        return max(0, self.records_left)
+
+    def charge_records(self, count: int) -> None:
+        self.records_left -= count
+
+    def records_spent(self) -> str:
+        self.exhausted = True
+        return (f"records not decoded past the frame's budget of {self.total} bytes (maxDecompressedBytes, "
+                f"{RECORD_COST} bytes a record)")

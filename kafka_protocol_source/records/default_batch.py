@@ -35,6 +35,10 @@ _CONTROL_BIT = 0x20
 _DELETE_HORIZON_BIT = 0x40
 
 
+class OverLimit(Exception):
+    """More records than the frame's budget allows (see ``budget``)."""
+
+
 def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budget,
                          decode_control: ControlDecoder | None) -> dict:
     """Decode the batch at data[pos:end]; `truncated` means its declared end lies beyond."""
@@ -65,14 +69,18 @@ def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budge
     try:
         if codec == 0:
             read_records(data, body, end, base_offset, base_timestamp, timestamp_override,
-                         records, truncated)
+                         records, truncated, budget.records_allowed())
         elif not truncated:
             payload = budget.decompress(codec, data[body:end])
             read_records(payload, 0, len(payload), base_offset, base_timestamp,
-                         timestamp_override, records, False)
+                         timestamp_override, records, False, budget.records_allowed())
+        budget.charge_records(len(records))
         if not truncated and len(records) != records_count:
             raise RecordsError(
                 f"record count mismatch: header declares {records_count}, found {len(records)}")
+    except OverLimit:
+        budget.charge_records(len(records))
+        batch["error"] = budget.records_spent()
     except RecordsError as e:
         batch["error"] = str(e)
     if is_control:
@@ -94,15 +102,18 @@ def _partial_header(data: bytes, pos: int, end: int) -> dict:
 
 
 def read_records(buf: bytes, pos: int, stop: int, base_offset: int, base_timestamp: int,
-                 timestamp_override: int | None, out: list, partial_ok: bool) -> None:
-    """Append the records in buf[pos:stop] to `out` as dicts.
+                 timestamp_override: int | None, out: list, partial_ok: bool, limit: int = 1 << 62) -> None:
+    """Append the records in buf[pos:stop] to `out` as dicts, `limit` of them at most.
 
     Raises RecordsError at the first corrupt record, leaving the good ones in `out`. With
-    `partial_ok` a record cut by `stop` ends the loop quietly (a truncated batch).
+    `partial_ok` a record cut by `stop` ends the loop quietly (a truncated batch). Past `limit`
+    raises `OverLimit`.
     """
     append = out.append
     try:
         while pos < stop:
+            if len(out) >= limit:
+                raise OverLimit(len(out))
             b = buf[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)

@@ -53,7 +53,9 @@ def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool, budg
                 raise RecordsError("compressed wrapper message has a null value")
             inner = budget.decompress(codec, value)
             batch["records"] = _inner_records(inner, offset, magic,
-                                              timestamp if log_append_time else None, batch)
+                                              timestamp if log_append_time else None, batch,
+                                              budget.records_allowed())
+            budget.charge_records(len(batch["records"]))
     except RecordsError as e:
         batch["error"] = str(e)
     batch["records_count"] = len(batch["records"])
@@ -80,12 +82,14 @@ def _key_value(data: bytes, pos: int, end: int) -> tuple[bytes | None, bytes | N
 
 
 def _inner_records(inner: bytes, wrapper_offset: int, wrapper_magic: int,
-                   log_append_time: int | None, batch: dict) -> list[dict]:
+                   log_append_time: int | None, batch: dict, limit: int = 1 << 62) -> list[dict]:
     """The messages of a wrapper's nested set; `batch["records"]` gets them as they parse."""
     records = batch["records"]
     pos = 0
     n = len(inner)
     while pos < n:
+        if len(records) >= limit:
+            raise RecordsError("inner messages not decoded past the frame's budget (maxDecompressedBytes)")
         if n - pos < _PREFIX.size:
             raise RecordsError("inner message header truncated")
         offset, size, crc, magic, attributes = _PREFIX.unpack_from(inner, pos)

@@ -117,3 +117,21 @@ def test_requests_nested_hundreds_deep_are_a_decode_error(depth):
         level, deepest = level["body"]["request_data_decoded"], deepest + 1
     assert "nested more than" in level["body"]["request_data_error"]
     assert deepest < 20
+
+
+def test_a_batch_of_millions_of_tiny_records_stops_at_the_record_allowance():
+    tiny = raw_record(None, None)  # 7 bytes: the smallest record there is
+    count = (64 * MiB) // len(tiny)  # nine million records from a few hundred kB of zstd
+    batch = raw_v2_batch(zstandard.ZstdCompressor().compress(tiny * count), count, attributes=ZSTD)
+    frame = produce_v3_with_partitions([batch])
+    tracemalloc.start()
+    try:
+        decoded = decoder_for().decode_request(frame, max_decompressed_bytes=128 * MiB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    [decoded_batch] = decoded["body"]["topic_data"][0]["partition_data"][0]["records"]
+    assert "records not decoded past the frame's budget" in decoded_batch["error"]
+    assert 0 < len(decoded_batch["records"]) <= 128 * MiB // 1024
+    assert "maxDecompressedBytes" in decoded["note"]
+    assert peak < 256 * MiB
