@@ -22,7 +22,7 @@ NS = 0x100
 
 
 class CaptureError(Exception):
-    """The input is not a capture we can read at all (unknown magic, unreadable header).
+    """The input is not a capture we can read at all (cannot be opened, or unknown magic).
 
     Problems found after reading has started are yielded as `CaptureIssue` instead, so one bad
     record never costs the packets before it.
@@ -56,8 +56,9 @@ class TcpSegment:
 class CaptureIssue:
     """Something in the capture we could not use, reported in place of the packet.
 
-    kind is one of: truncated_file, corrupt_file, snaplen_cut, bad_ip_header, bad_tcp_header,
-    fragment_incomplete, fragment_truncated, unsupported_linktype.
+    kind is one of: truncated_file, corrupt_file, read_error (the file could not be read on),
+    snaplen_cut, bad_ip_header, bad_tcp_header, fragment_incomplete, fragment_truncated,
+    unsupported_linktype.
     """
 
     packet_index: int

@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from .model import CaptureError, CaptureIssue
-from .source import READ_SIZE
+from .model import CaptureIssue
+from .source import READ_SIZE, read_more
 
 SHB = 0x0A0D0D0A
 IDB = 0x00000001
@@ -91,7 +91,8 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
             total = st["u32"].unpack_from(buf, pos + 4)[0]
             if total < 12 or total % 4 or total > MAX_BLOCK:
                 if not seen_shb:
-                    raise CaptureError(f"pcapng section header has impossible length {total}")
+                    yield CaptureIssue(index, base + pos, "corrupt_file", f"section header claims length {total}")
+                    return
                 yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} claims length {total}")
                 return
             need = total
@@ -132,10 +133,10 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                     interfaces = []
                 pos = end
                 continue
-        more = read(max(READ_SIZE, need - (size - pos)))
-        if not more:
+        more = read_more(read, mv[pos:], need - (size - pos), READ_SIZE)
+        if len(more) == size - pos:
             break
-        buf = buf[pos:] + more
+        buf = more
         base += pos
         pos = 0
         mv = memoryview(buf)
