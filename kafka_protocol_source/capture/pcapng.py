@@ -24,6 +24,8 @@ _BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _OPT_TSRESOL = 9
 _OPT_TSOFFSET = 14
 MAX_BLOCK = 1 << 26
+# Shortest possible block of each type we read: 12 bytes of framing and its fixed fields.
+_SHORTEST = {IDB: 20, PB: 32, SPB: 16, EPB: 32}
 
 _LE = {k: struct.Struct("<" + f) for k, f in (("blk", "II"), ("epb", "IIIII"), ("pb", "HHIIII"), ("u32", "I"), ("idb", "HHI"), ("opt", "HH"), ("i64", "q"))}
 _BE = {k: struct.Struct(">" + s.format[1:]) for k, s in _LE.items()}
@@ -47,21 +49,26 @@ class _Interface:
         self.offset_ns = offset_s * 1_000_000_000
 
 
-def _parse_idb(body: memoryview, st: dict) -> _Interface:
+def _parse_idb(body: memoryview, st: dict) -> tuple[_Interface, str | None]:
+    """The interface an IDB describes, and what was wrong with its options (read up to there)."""
     linktype, _reserved, snaplen = st["idb"].unpack_from(body, 0)
     tsresol, offset_s = 6, 0
+    problem = None
     pos = 8
     while pos + 4 <= len(body):
         code, length = st["opt"].unpack_from(body, pos)
         pos += 4
         if code == 0:
             break
+        if pos + length > len(body):
+            problem = f"interface description option {code} claims {length} bytes, {len(body) - pos} left"
+            break
         if code == _OPT_TSRESOL and length >= 1:
             tsresol = body[pos]
         elif code == _OPT_TSOFFSET and length >= 8:
             offset_s = st["i64"].unpack_from(body, pos)[0]
         pos += (length + 3) & ~3
-    return _Interface(linktype, snaplen, tsresol, offset_s)
+    return _Interface(linktype, snaplen, tsresol, offset_s), problem
 
 
 def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
@@ -98,7 +105,10 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
             need = total
             end = pos + total
             if end <= size:
-                if btype == EPB:
+                if total < _SHORTEST.get(btype, 12):
+                    yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} is {total} bytes, too short for its fields")
+                    index += btype != IDB
+                elif btype == EPB:
                     iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
                     if iface_id < len(interfaces) and 28 + caplen <= total:
                         itf = interfaces[iface_id]
@@ -127,7 +137,10 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                         yield CaptureIssue(index, base + pos, "corrupt_file", f"packet block for interface {iface_id} of {len(interfaces)}")
                     index += 1
                 elif btype == IDB:
-                    interfaces.append(_parse_idb(mv[pos + 8 : end - 4], st))
+                    interface, problem = _parse_idb(mv[pos + 8 : end - 4], st)
+                    interfaces.append(interface)
+                    if problem is not None:
+                        yield CaptureIssue(index, base + pos, "corrupt_file", problem)
                 elif btype == SHB:
                     seen_shb = True
                     interfaces = []
@@ -142,7 +155,7 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
         mv = memoryview(buf)
         size = len(buf)
     if size > pos:
-        if size - pos >= 28 and st["u32"].unpack_from(buf, pos)[0] == EPB:
+        if size - pos >= 28 and need >= _SHORTEST[EPB] and st["u32"].unpack_from(buf, pos)[0] == EPB:
             # Hand over what survived of the last packet; the decoder marks the missing payload.
             iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
             if iface_id < len(interfaces):
