@@ -4,7 +4,8 @@ Owns: the 24-byte file header (both byte orders, micro- and nanosecond magic) an
 record headers. Yields raw frames as plain tuples
 ``(packet_index, file_offset, timestamp_ns, linktype, data, orig_len)`` (tuples, not dataclasses,
 because this is the per-packet hot path and the tuple never leaves the capture stage), or a
-`CaptureIssue` for a file cut mid-record. Does not look inside the frames.
+`CaptureIssue` for a file cut mid-record. Times need no range check: 32-bit seconds end in 2106.
+Does not look inside the frames.
 """
 
 from __future__ import annotations
