@@ -1,7 +1,8 @@
 """The connection table and `reassemble`: TCP segments in, per-direction stream events out.
 
 Owns: which connection a segment belongs to (4-tuple plus instance number, a new instance when
-the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/RST handling,
+the 4-tuple is reused after FIN/RST or by a SYN with a different ISN; the same SYN again, e.g. a
+copy captured on a second interface after the close, is not a new connection), SYN/FIN/RST handling,
 the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
 and gaps are `stream`'s job. Capture issues pass through untouched, in order.
 """
@@ -66,10 +67,11 @@ class _Table:
         self.out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
     def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
-        """A segment after close is a late retransmission unless it is a SYN or lies past the old data."""
-        if seg.flags & SYN:
-            return False
+        """A segment after close is a late retransmission (or a copy of one seen on another
+        interface) unless it is a SYN with a new ISN or lies past the old data."""
         stream = conn.streams[(seg.src_ip, seg.src_port)]
+        if seg.flags & SYN:
+            return seg.seq == stream.isn
         if not seg.payload or stream.base_seq is None:
             return True
         return -1 <= stream.offset_of(seg.seq) <= stream.offset
