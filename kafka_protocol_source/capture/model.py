@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
+# Times from here on (2200-01-01T00:00:00Z), or before 1970, are not times but broken scaling.
+LATEST_TIMESTAMP_NS = 7_258_118_400 * 1_000_000_000
+
 # TCP flag bits as they appear in the header's low nine bits.
 FIN = 0x01
 SYN = 0x02
@@ -22,7 +25,7 @@ NS = 0x100
 
 
 class CaptureError(Exception):
-    """The input is not a capture we can read at all (unknown magic, unreadable header).
+    """The input is not a capture we can read at all (cannot be opened, or unknown magic).
 
     Problems found after reading has started are yielded as `CaptureIssue` instead, so one bad
     record never costs the packets before it.
@@ -35,7 +38,8 @@ class TcpSegment:
 
     `payload` holds the bytes present in the capture; `missing` counts payload bytes that the IP
     length says were sent but that the capture cut off (snaplen or a truncated file).
-    `timestamp_ns` is nanoseconds since the epoch (0 when the record has none, e.g. pcapng SPB).
+    `timestamp_ns` is nanoseconds since the epoch, below `LATEST_TIMESTAMP_NS`; 0 when unknown (a
+    pcapng SPB has none; a time outside 1970..2200 is reported as a bad_timestamp issue).
     """
 
     timestamp_ns: int
@@ -56,8 +60,9 @@ class TcpSegment:
 class CaptureIssue:
     """Something in the capture we could not use, reported in place of the packet.
 
-    kind is one of: truncated_file, corrupt_file, snaplen_cut, bad_ip_header, bad_tcp_header,
-    fragment_incomplete, fragment_truncated, unsupported_linktype.
+    kind is one of: truncated_file, corrupt_file, read_error (the file could not be read on),
+    bad_timestamp (an interface's times fall outside 1970..2200), snaplen_cut, bad_ip_header, bad_tcp_header, fragment_incomplete, fragment_truncated,
+    unsupported_linktype.
     """
 
     packet_index: int

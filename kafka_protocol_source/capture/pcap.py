@@ -4,7 +4,8 @@ Owns: the 24-byte file header (both byte orders, micro- and nanosecond magic) an
 record headers. Yields raw frames as plain tuples
 ``(packet_index, file_offset, timestamp_ns, linktype, data, orig_len)`` (tuples, not dataclasses,
 because this is the per-packet hot path and the tuple never leaves the capture stage), or a
-`CaptureIssue` for a file cut mid-record. Does not look inside the frames.
+`CaptureIssue` for a file cut mid-record. Times need no range check: 32-bit seconds end in 2106.
+Does not look inside the frames.
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from .model import CaptureError, CaptureIssue
-from .source import READ_SIZE
+from .model import CaptureIssue
+from .source import READ_SIZE, read_more
 
 _FILE_HEADER_LEN = 24
-# A record claiming more than this is garbage, not a packet: stop rather than buffer it.
+# A record claiming more than this is garbage, not a packet: stop rather than buffer it. (Below
+# it, only the bytes really there are ever buffered: see `read_more`.)
 MAX_RECORD = 1 << 26
 
 
 def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
-    buf = head
-    while len(buf) < _FILE_HEADER_LEN:
-        more = read(READ_SIZE)
-        if not more:
-            raise CaptureError(f"pcap file header cut short ({len(buf)} of {_FILE_HEADER_LEN} bytes)")
-        buf += more
+    buf = read_more(read, head, _FILE_HEADER_LEN - len(head), READ_SIZE)
+    if len(buf) < _FILE_HEADER_LEN:
+        yield CaptureIssue(0, 0, "truncated_file", f"file header cut short ({len(buf)} of {_FILE_HEADER_LEN} bytes)")
+        return
     magic = buf[:4]
     endian = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac_to_ns = 1000 if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") else 1
@@ -55,10 +55,10 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
             want = end - size
         else:
             want = 16 - (size - pos)
-        more = read(READ_SIZE)  # never sized by a claimed length: the file may hold far less
-        if not more:
+        more = read_more(read, mv[pos:], want, READ_SIZE)
+        if len(more) == size - pos:
             break
-        buf = buf[pos:] + more
+        buf = more
         base += pos
         pos = 0
         mv = memoryview(buf)

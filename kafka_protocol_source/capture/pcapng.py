@@ -2,7 +2,8 @@
 
 Owns: section headers of either byte order, interface descriptions (link type, if_tsresol
 including power-of-two resolutions, if_tsoffset), and the packet blocks EPB, SPB and the obsolete
-PB. Unknown blocks are skipped. Yields the same raw frame tuples as `pcap`
+PB. A time that an interface's scaling puts outside 1970..2200 is given as 0 (unknown) with one
+`bad_timestamp` issue per interface: the packet's bytes still belong to their TCP stream. Unknown blocks are skipped. Yields the same raw frame tuples as `pcap`
 ``(packet_index, file_offset, timestamp_ns, linktype, data, orig_len)`` or a `CaptureIssue`.
 Does not look inside the frames.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from .model import CaptureError, CaptureIssue
-from .source import READ_SIZE
+from .model import LATEST_TIMESTAMP_NS, CaptureIssue
+from .source import READ_SIZE, read_more
 
 SHB = 0x0A0D0D0A
 IDB = 0x00000001
@@ -24,6 +25,8 @@ _BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _OPT_TSRESOL = 9
 _OPT_TSOFFSET = 14
 MAX_BLOCK = 1 << 26
+# Shortest possible block of each type we read: 12 bytes of framing and its fixed fields.
+_SHORTEST = {IDB: 20, PB: 32, SPB: 16, EPB: 32}
 
 _LE = {k: struct.Struct("<" + f) for k, f in (("blk", "II"), ("epb", "IIIII"), ("pb", "HHIIII"), ("u32", "I"), ("idb", "HHI"), ("opt", "HH"), ("i64", "q"))}
 _BE = {k: struct.Struct(">" + s.format[1:]) for k, s in _LE.items()}
@@ -32,11 +35,13 @@ _BE = {k: struct.Struct(">" + s.format[1:]) for k, s in _LE.items()}
 class _Interface:
     """Link type and timestamp scaling of one IDB: ns = ticks * mul // div + offset_ns."""
 
-    __slots__ = ("linktype", "snaplen", "mul", "div", "offset_ns")
+    __slots__ = ("number", "linktype", "snaplen", "tsresol", "offset_s", "mul", "div", "offset_ns", "told_bad_time")
 
-    def __init__(self, linktype: int, snaplen: int, tsresol: int, offset_s: int) -> None:
+    def __init__(self, number: int, linktype: int, snaplen: int, tsresol: int, offset_s: int) -> None:
+        self.number = number
         self.linktype = linktype
         self.snaplen = snaplen
+        self.tsresol, self.offset_s = tsresol, offset_s
         exp = tsresol & 0x7F
         if tsresol & 0x80:
             self.mul, self.div = 1_000_000_000, 1 << exp
@@ -45,23 +50,38 @@ class _Interface:
         else:
             self.mul, self.div = 1, 10 ** (exp - 9)
         self.offset_ns = offset_s * 1_000_000_000
+        self.told_bad_time = False
+
+    def bad_time(self, index: int, offset: int, ns: int) -> CaptureIssue | None:
+        """The issue for a time out of range, the first time this interface has one."""
+        if self.told_bad_time:
+            return None
+        self.told_bad_time = True
+        return CaptureIssue(index, offset, "bad_timestamp",
+                            f"interface {self.number} (if_tsresol {self.tsresol:#x}, if_tsoffset {self.offset_s} s) "
+                            f"puts packets at {ns} ns since 1970, outside 1970..2200: their times are unknown")
 
 
-def _parse_idb(body: memoryview, st: dict) -> _Interface:
+def _parse_idb(number: int, body: memoryview, st: dict) -> tuple[_Interface, str | None]:
+    """The interface an IDB describes, and what was wrong with its options (read up to there)."""
     linktype, _reserved, snaplen = st["idb"].unpack_from(body, 0)
     tsresol, offset_s = 6, 0
+    problem = None
     pos = 8
     while pos + 4 <= len(body):
         code, length = st["opt"].unpack_from(body, pos)
         pos += 4
         if code == 0:
             break
+        if pos + length > len(body):
+            problem = f"interface description option {code} claims {length} bytes, {len(body) - pos} left"
+            break
         if code == _OPT_TSRESOL and length >= 1:
             tsresol = body[pos]
         elif code == _OPT_TSOFFSET and length >= 8:
             offset_s = st["i64"].unpack_from(body, pos)[0]
         pos += (length + 3) & ~3
-    return _Interface(linktype, snaplen, tsresol, offset_s)
+    return _Interface(number, linktype, snaplen, tsresol, offset_s), problem
 
 
 def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
@@ -91,17 +111,26 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
             total = st["u32"].unpack_from(buf, pos + 4)[0]
             if total < 12 or total % 4 or total > MAX_BLOCK:
                 if not seen_shb:
-                    raise CaptureError(f"pcapng section header has impossible length {total}")
+                    yield CaptureIssue(index, base + pos, "corrupt_file", f"section header claims length {total}")
+                    return
                 yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} claims length {total}")
                 return
             need = total
             end = pos + total
             if end <= size:
-                if btype == EPB:
+                if total < _SHORTEST.get(btype, 12):
+                    yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} is {total} bytes, too short for its fields")
+                    index += btype != IDB
+                elif btype == EPB:
                     iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
                     if iface_id < len(interfaces) and 28 + caplen <= total:
                         itf = interfaces[iface_id]
                         ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
+                        if not 0 <= ts < LATEST_TIMESTAMP_NS:
+                            issue = itf.bad_time(index, base + pos, ts)
+                            if issue is not None:
+                                yield issue
+                            ts = 0
                         yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
                     else:
                         yield CaptureIssue(index, base + pos, "corrupt_file", f"enhanced packet block for interface {iface_id} of {len(interfaces)} with {caplen} bytes in a {total}-byte block")
@@ -121,31 +150,44 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                     if iface_id < len(interfaces) and 28 + caplen <= total:
                         itf = interfaces[iface_id]
                         ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
+                        if not 0 <= ts < LATEST_TIMESTAMP_NS:
+                            issue = itf.bad_time(index, base + pos, ts)
+                            if issue is not None:
+                                yield issue
+                            ts = 0
                         yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
                     else:
                         yield CaptureIssue(index, base + pos, "corrupt_file", f"packet block for interface {iface_id} of {len(interfaces)}")
                     index += 1
                 elif btype == IDB:
-                    interfaces.append(_parse_idb(mv[pos + 8 : end - 4], st))
+                    interface, problem = _parse_idb(len(interfaces), mv[pos + 8 : end - 4], st)
+                    interfaces.append(interface)
+                    if problem is not None:
+                        yield CaptureIssue(index, base + pos, "corrupt_file", problem)
                 elif btype == SHB:
                     seen_shb = True
                     interfaces = []
                 pos = end
                 continue
-        more = read(READ_SIZE)  # never sized by a claimed length: the file may hold far less
-        if not more:
+        more = read_more(read, mv[pos:], need - (size - pos), READ_SIZE)
+        if len(more) == size - pos:
             break
-        buf = buf[pos:] + more
+        buf = more
         base += pos
         pos = 0
         mv = memoryview(buf)
         size = len(buf)
     if size > pos:
-        if size - pos >= 28 and st["u32"].unpack_from(buf, pos)[0] == EPB:
+        if size - pos >= 28 and need >= _SHORTEST[EPB] and st["u32"].unpack_from(buf, pos)[0] == EPB:
             # Hand over what survived of the last packet; the decoder marks the missing payload.
             iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
             if iface_id < len(interfaces):
                 itf = interfaces[iface_id]
                 ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
+                if not 0 <= ts < LATEST_TIMESTAMP_NS:
+                    issue = itf.bad_time(index, base + pos, ts)
+                    if issue is not None:
+                        yield issue
+                    ts = 0
                 yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : min(size, pos + 28 + caplen)], orig_len)
         yield CaptureIssue(index, base + pos, "truncated_file", f"last block cut: {size - pos} of {need} bytes present")

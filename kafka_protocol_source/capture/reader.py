@@ -25,8 +25,10 @@ def read_packets(
 ) -> Iterator[TcpSegment | CaptureIssue]:
     """Yield every TCP segment in a pcap/pcapng capture (gzipped or not), in file order.
 
-    Problems are yielded as `CaptureIssue` items where they occur; a file cut mid-record ends
-    with a `truncated_file` issue. Raises `CaptureError` only when the input is not a capture.
+    Problems are yielded as `CaptureIssue` items where they occur. Once the magic says it is a
+    capture, nothing raises: a file cut short, corrupt (compressed) data or a failing read ends
+    the packets with an issue saying so, after every packet read before it. Raises
+    `CaptureError` only when the input is not a capture (or cannot be opened).
     The file is read in chunks; memory stays bounded by the chunk size and the open fragments.
     """
     fragments = FragmentReassembler(int(fragment_timeout_s * 1e9), max_open_fragments)
@@ -34,21 +36,26 @@ def read_packets(
     issues = fragments.issues
     with open_capture(source) as (read, fmt, head):
         frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
-        last = None
+        frame = None
+        failure_told = False
         for frame in frames:
             if frame.__class__ is tuple:
-                last = decode(*frame)
-                if last is not None:
-                    yield last
+                segment = decode(*frame)
+                if segment is not None:
+                    yield segment
                 if issues:
                     yield from issues
                     issues.clear()
             else:
-                last = frame
+                if frame.kind == "truncated_file" and read.failure is not None:
+                    # The data ended because reading failed: say why, where the cut shows.
+                    kind, detail = read.failure
+                    frame = CaptureIssue(frame.packet_index, frame.file_offset, kind, f"{detail} ({frame.detail})")
+                    failure_told = True
                 yield frame
         fragments.flush()
         yield from issues
-        if read.failure is not None and not (last.__class__ is CaptureIssue and last.kind == "truncated_file"):
+        if read.failure is not None and not failure_told:
             kind, detail = read.failure
-            index = last.packet_index + 1 if last is not None else 0
-            yield CaptureIssue(index, -1, kind, detail)
+            after = 0 if frame is None else frame[0] + 1 if frame.__class__ is tuple else frame.packet_index
+            yield CaptureIssue(after, -1, kind, detail)

@@ -1,20 +1,19 @@
 """Opening a capture: path or file object in, a chunk-reading function and its format out.
 
-Owns: format detection by magic bytes (pcap, pcapng, either gzipped), transparent gunzip, and
-turning a decompression failure into an end of data that the caller reports as an issue.
+Owns: format detection by magic bytes (pcap, pcapng, either gzipped), choosing the chunk reader
+(`Gunzip` for gzip), and turning a read failure into an end of data that the caller reports as
+an issue.
 Does not own: record parsing (`pcap`, `pcapng`) or packet decoding (`decode`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Union
 
+from .gunzip import Gunzip
 from .model import CaptureError, CaptureFormat
 
 Source = Union[str, os.PathLike, BinaryIO]
@@ -33,10 +32,10 @@ READ_SIZE = 1 << 20
 
 
 class SafeRead:
-    """A read(n) that ends the data instead of raising when a gzip stream is cut or corrupt.
+    """A read(n) that ends the data instead of raising when the file cannot be read further.
 
-    The failure is kept in `failure` as (kind, detail) so the reader can report it after the last
-    good packet, which is what a person wants from a capture that was cut while being written.
+    The failure is kept in `failure` as (kind, detail), as `Gunzip` keeps its own, so the reader
+    can report it after the last good packet.
     """
 
     __slots__ = ("_read", "failure")
@@ -50,32 +49,24 @@ class SafeRead:
             return b""
         try:
             return self._read(n)
-        except EOFError as e:
-            self.failure = ("truncated_file", f"compressed stream ends early: {e}")
-        except (zlib.error, gzip.BadGzipFile) as e:
-            self.failure = ("corrupt_file", f"bad compressed data: {e}")
+        except OSError as e:
+            self.failure = ("read_error", f"reading the file failed: {e}")
         return b""
 
 
-class _Prefixed(io.RawIOBase):
-    """A non-seekable stream with bytes we already consumed put back in front."""
-
-    def __init__(self, head: bytes, f: BinaryIO) -> None:
-        self._head = head
-        self._f = f
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._f.read(len(b))
-        b[: len(data)] = data
-        return len(data)
+def read_more(read: Callable[[int], bytes], rest, want: int, chunk: int) -> bytes:
+    """`rest` followed by at least `want` more bytes, or by all the data still has, read `chunk`
+    bytes at a time: a length claimed by a broken header costs no more memory than the bytes that
+    are really there. Nothing was left when the result is no longer than `rest`."""
+    parts = [rest]
+    got = 0
+    while got < want:
+        more = read(chunk)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
@@ -97,7 +88,7 @@ def _container_of(head: bytes) -> str:
 
 
 @contextlib.contextmanager
-def open_capture(source: Source) -> Iterator[tuple[SafeRead, CaptureFormat, bytes]]:
+def open_capture(source: Source) -> Iterator[tuple[SafeRead | Gunzip, CaptureFormat, bytes]]:
     """Open `source` and yield (read, format, head).
 
     `head` holds the first bytes of the (decompressed) capture, already consumed from `read`;
@@ -111,16 +102,16 @@ def open_capture(source: Source) -> Iterator[tuple[SafeRead, CaptureFormat, byte
                 raise CaptureError(f"cannot open capture {os.fspath(source)!r}: {e}") from e
         else:
             f = source
-        head = _read_exactly(f.read, 4)
+        raw_read = getattr(f, "read1", f.read)
+        head = _read_exactly(raw_read, 4)
         gzipped = head[:2] == GZIP_MAGIC
         if gzipped:
-            gz = stack.enter_context(gzip.GzipFile(fileobj=io.BufferedReader(_Prefixed(head, f)), mode="rb"))
-            read = SafeRead(gz.read1)
+            read = Gunzip(raw_read, head)
             head = _read_exactly(read, 4)
             if read.failure is not None and len(head) < 4:
                 raise CaptureError(f"cannot decompress capture: {read.failure[1]}")
         else:
-            read = SafeRead(getattr(f, "read1", f.read))
+            read = SafeRead(raw_read)
         yield read, CaptureFormat(_container_of(head), gzipped), head
 
 

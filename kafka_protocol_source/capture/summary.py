@@ -48,6 +48,8 @@ def summarize(path: str) -> CaptureSummary | None:
                     first = ts if first is None else min(first, ts)
                     last = ts if last is None else max(last, ts)
                 packets += 1
+            if read.failure is not None:  # ended by a bad or unreadable stream, maybe on a record boundary
+                complete = False
     except (CaptureError, OSError):
         return None
     return CaptureSummary(path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete)

@@ -272,7 +272,8 @@ class Pairer:
             return
         end_ns = getattr(response_frame, "last_ns", None) if isinstance(response_frame, Frame) else getattr(response_frame, "first_ns", None)
         complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
-        latency = (end_ns - start_ns) / 1e6 if complete and start_ns is not None and end_ns is not None else None
+        # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
+        latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
         if decoded is not None or response is not None:
             note = _notes(note, decoded, response)
         request_packet = getattr(frame, "first_packet", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import ipaddress
 import struct
+import zlib
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
@@ -140,3 +141,11 @@ def pcapng(interfaces, packets, big_endian: bool = False, unknown_block: bool = 
 
 def gz(data: bytes) -> bytes:
     return gzip.compress(data)
+
+
+def gz_corrupt_after(data: bytes, good: int) -> bytes:
+    """A gzip member whose deflate stream holds the first `good` bytes of `data` and then turns
+    invalid (a block of the reserved type 3), with no trailer: what a flipped bit does to a file."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflate.compress(data[:good]) + deflate.flush(zlib.Z_FULL_FLUSH)
+    return struct.pack("<BBBBIBB", 0x1F, 0x8B, 8, 0, 0, 0, 255) + body + b"\xff" * 16

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 from chispa import assert_df_equality
 
-from .expected import TANSU_CONFLUENT, exchanges
+from .expected import TANSU_AIOKAFKA_PCAPNG, TANSU_CONFLUENT, exchanges
 
 
 def _packet_offsets(data: bytes) -> list[tuple[int, int]]:
@@ -129,3 +129,69 @@ def test_broken_capture_files_are_rows_in_permissive_dropped_or_named_in_failfas
     assert read.option("mode", "DROPMALFORMED").load(str(tmp_path)).where("status = 'capture_error'").count() == 0
     with pytest.raises(Exception, match=r"MALFORMED_RECORD_IN_PARSING.*kafka-wire \(mode FAILFAST\)"):
         read.option("mode", "FAILFAST").load(str(tmp_path / names[0])).collect()
+
+
+# Captures broken after their magic (the capture stage ends their packets with an issue): one
+# whose pcapng section header claims an impossible length, and the sample gzipped with its
+# deflate stream turned invalid a little past its middle.
+
+def _broken_section_header() -> bytes:
+    data = bytearray(TANSU_AIOKAFKA_PCAPNG.read_bytes())
+    struct.pack_into("<I", data, 4, 13)
+    return bytes(data)
+
+
+def _gzip_corrupt_mid_stream() -> bytes:
+    import zlib  # noqa: PLC0415
+
+    raw = TANSU_CONFLUENT.read_bytes()
+    frame_at, _ = _packet_offsets(raw)[150]
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflate.compress(raw[:frame_at + 20]) + deflate.flush(zlib.Z_FULL_FLUSH)
+    return struct.pack("<BBBBIBB", 0x1F, 0x8B, 8, 0, 0, 0, 255) + body + b"\xff" * 16
+
+
+BROKEN = {"section_header": (_broken_section_header, "corrupt_file"),
+          "gzip_mid_stream": (_gzip_corrupt_mid_stream, "corrupt_file")}
+
+
+@pytest.fixture(scope="module", params=sorted(BROKEN))
+def broken(request, tmp_path_factory):
+    build, kind = BROKEN[request.param]
+    path = tmp_path_factory.mktemp("broken") / f"{request.param}.capture"
+    path.write_bytes(build())
+    return path, kind
+
+
+def test_a_broken_capture_reads_to_a_capture_error_after_what_came_before(broken):
+    path, kind = broken
+    read = exchanges(path)
+    (error,) = [e for e in read if e.status == "capture_error"]
+    assert kind in error.error
+    if "gzip" in path.name:  # the exchanges before the fault are kept, and the error names where it was
+        assert Counter(e.status for e in read)["ok"] > 20 and error.request_packet == 150
+
+
+def test_permissive_gives_a_broken_capture_its_capture_error_row(spark, broken):
+    path, _ = broken
+    df = spark.read.format("kafka-wire").load(str(path)).select("api_name", "correlation_id", "status", "error")
+    expected = spark.createDataFrame([(e.api_name, e.correlation_id, e.status, e.error) for e in exchanges(path)],
+                                     df.schema)
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+    assert Counter(r.status for r in df.collect())["capture_error"] == 1
+
+
+def test_dropmalformed_drops_the_capture_error_of_a_broken_capture(spark, broken):
+    path, _ = broken
+    got = Counter((r.api_name, r.correlation_id, r.status) for r in
+                  rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path))))
+    assert got == Counter((e.api_name, e.correlation_id, e.status) for e in exchanges(path)
+                          if e.status not in ("malformed", "gap", "capture_error"))
+
+
+def test_failfast_stops_at_a_broken_capture_with_the_failfast_message(spark, broken):
+    path, kind = broken
+    with pytest.raises(Exception) as info:
+        spark.read.format("kafka-wire").option("mode", "FAILFAST").load(str(path)).collect()
+    (line,) = [ln for ln in str(info.value).splitlines() if "MALFORMED_RECORD_IN_PARSING" in ln]
+    assert "FAILFAST" in line and str(path) in line and f"capture_error: {kind}" in line

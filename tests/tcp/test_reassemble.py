@@ -182,3 +182,34 @@ def test_dropping_a_segment_gives_exactly_one_gap(stream, rnd, draw):
     off, lost = pieces[drop]
     assert [(g.offset, g.length) for g in gaps] == [(off, len(lost))]
     assert joined(ev) == data[:off] + data[off + len(lost):]
+
+
+def conversation(isn_c=99, isn_s=499, ts=0):
+    """A whole connection: handshake, one request and response, FIN from both sides, last ACK."""
+    return [seg(isn_c, flags=SYN, ts=ts), seg(isn_s, flags=SYN | ACK, src=S, dst=C, ts=ts + 1),
+            seg(isn_c + 1, b"request", ts=ts + 2), seg(isn_s + 1, b"response", src=S, dst=C, ts=ts + 3),
+            seg(isn_c + 8, flags=FIN | ACK, ts=ts + 4), seg(isn_s + 9, flags=FIN | ACK, src=S, dst=C, ts=ts + 5),
+            seg(isn_c + 9, flags=ACK, ts=ts + 6)]
+
+
+@given(st.integers(0, 8))
+def test_every_segment_seen_again_on_another_interface_is_one_connection(lag):
+    # Each copy comes `lag` segments after its original (capturing on `lo` and `any` at once):
+    # with a lag past the close, the copy of the SYN must not open the connection a second time.
+    original = conversation()
+    merged = []
+    for i in range(len(original) + lag):
+        if i < len(original):
+            merged.append(original[i])
+        if i >= lag:
+            merged.append(original[i - lag])
+    ev = run(merged)
+    assert kinds(ev) == ["open", "fin", "fin", "close"]
+    assert joined(ev) == b"request" and joined(ev, S) == b"response"
+
+
+def test_a_new_connection_on_the_same_ports_after_copies_is_still_new():
+    ev = run(conversation() + conversation()[:2] + conversation(isn_c=7000, isn_s=9000, ts=10))
+    assert kinds(ev) == ["open", "fin", "fin", "close", "open", "fin", "fin", "close"]
+    assert [(c.conn.instance, c.data) for c in ev if isinstance(c, StreamChunk)] == [
+        (0, b"request"), (0, b"response"), (1, b"request"), (1, b"response")]
