@@ -64,8 +64,7 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
         return _decode_linked_frame(data, frame_start, limit, out)
     block_checksum = 4 if flg & 0x10 else 0
     view = memoryview(data)
-    scratch = bytearray(block_max)
-    scratch_view = memoryview(scratch)
+    scratch = None  # frames of stored blocks only need none
     while True:
         pos, size, stored = _block(data, pos, block_checksum, block_max)
         if size == 0:
@@ -74,8 +73,13 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
         if stored:
             out += block
         else:
+            if scratch is None:
+                scratch = bytearray(block_max)
+                scratch_view = memoryview(scratch)
             try:
-                written = cramjam.lz4.decompress_block_into(block, scratch)
+                # Without output_len cramjam guesses whether the block starts with a size prefix,
+                # and a block whose first bytes read as a small little-endian int is misread.
+                written = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
             except cramjam.DecompressionError as e:
                 raise RecordsError(f"lz4 block corrupt: {e}") from e
             out += scratch_view[:written]

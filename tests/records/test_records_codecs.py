@@ -236,3 +236,39 @@ def test_none_codec_on_kafka_python_incompressible_batch():
     [batch] = decode_records(buf)
     assert batch["compression"] == "none"
     assert batch["records"][0]["value"] == b"\x01"
+
+
+# Item 8 of issue 11: cramjam's block decoder, given no output length, takes a block whose first
+# bytes read as a small little-endian size for a size-prefixed one. Blocks of all-zero content
+# compress to exactly such bytes (1f 00 01 00: one literal zero, then a match at offset 1).
+LARGE_BLOCK_SIZES = [lz4.frame.BLOCKSIZE_MAX256KB, lz4.frame.BLOCKSIZE_MAX1MB,
+                     lz4.frame.BLOCKSIZE_MAX4MB]
+
+
+@pytest.mark.parametrize("block_size", LARGE_BLOCK_SIZES)
+@pytest.mark.parametrize("block_linked", [False, True])
+@pytest.mark.parametrize("value", [bytes(1 << 20), bytes(4 << 20), b"\x00" * 9 + b"ab" * (1 << 19)],
+                         ids=["zeros-1MiB", "zeros-4MiB", "zero-led-1MiB"])
+@pytest.mark.parametrize("tail", [[], [(8, b"k", b"\x00" * 40, [])]], ids=["one-record", "two-records"])
+def test_lz4_large_blocks_whose_content_begins_with_zero_bytes(block_size, block_linked, value, tail):
+    # With one record the last block holds the value's last zeros and the empty header count.
+    entries = [(7, None, value, [])] + tail
+    records = build_v2(entries)[61:]
+    payload = lz4.frame.compress(records, block_size=block_size, block_linked=block_linked)
+    [batch] = decode_records(raw_v2_batch(payload, len(entries), attributes=LZ4,
+                                          last_offset_delta=len(entries) - 1))
+    assert batch["error"] is None
+    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == \
+        [(i, e[1], e[2]) for i, e in enumerate(entries)]
+
+
+@pytest.mark.parametrize("spill", [20, 30, 100])
+def test_lz4_magic1_wrapper_with_4mib_blocks(spill):
+    # The inner set is 4 MiB and `spill` bytes: a second block of nothing but value zeros.
+    values = [b"v" * 10, bytes((4 << 20) - 2 * 34 - 10 + spill)]
+    inner = b"".join(legacy_message(1, i, None, v, timestamp=5) for i, v in enumerate(values))
+    assert len(inner) == (4 << 20) + spill
+    payload = lz4.frame.compress(inner, block_size=lz4.frame.BLOCKSIZE_MAX4MB, block_linked=False)
+    [batch] = decode_records(legacy_message(1, 1, None, payload, attributes=LZ4, timestamp=5))
+    assert batch["error"] is None
+    assert [(r["offset"], r["value"]) for r in batch["records"]] == list(enumerate(values))
