@@ -7,7 +7,8 @@ one, or the tcpflow dump pair) and stacks operators from three layers:
   gone and the first kept payload cut mid-frame, seq and lengths fixed), payloads cut in the
   middle, bit flips inside TCP payloads, absurd Kafka size prefixes, sequence jumps, stray
   SYN/FIN/RST flags, conflicting retransmissions, absurd timestamps, snaplen cuts, the
-  capture cut into pieces (one piece read alone), and every packet again on a second
+  capture cut into pieces (one piece read alone, or all read as one rotated session with a
+  piece missing, swapped or hurt), and every packet again on a second
   interface (pcapng with two IDBs);
 * container: written back as pcap (µs or ns, either byte order) or pcapng, then header fields
   made absurd (snaplen, link type, caplen, orig_len, block lengths, interface ids, if_tsresol,
@@ -27,14 +28,15 @@ from dataclasses import dataclass, field, replace
 
 from . import corpus, mutate, pcapio
 
-PORT_OPTIONS = ([9092], [9092], [9092, 9093])
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+PORT_OPTIONS = ([9092], [9092], [9092, 9093], [])  # []: find Kafka by content alone
 
 
 @dataclass(frozen=True)
 class CaptureCase:
     family: str
     files: dict[str, bytes]
-    read: str  # which of the files read_capture is given
+    read: tuple[str, ...]  # the files read_capture is given (several: one rotated session, in order)
     options: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
@@ -45,14 +47,14 @@ class CaptureCase:
     @property
     def accountable(self) -> bool:
         """Whether the accounting check applies (it reads whole captures, not connection slices)."""
-        return "connection_slice" not in self.options and "apis" not in self.options and "window_ns" not in self.options
+        return len(self.read) == 1 and "apis" not in self.options and "window_ns" not in self.options
 
     @property
     def accounting_options(self) -> dict:
         return {k: v for k, v in self.options.items() if k in ("ports", "detect_kafka", "max_frame_size", "max_buffered_bytes")}
 
     def meta(self) -> dict:
-        return {"family": self.family, "read": self.read, "options": self.options, "notes": list(self.notes),
+        return {"family": self.family, "read": list(self.read), "options": self.options, "notes": list(self.notes),
                 "files": sorted(self.files)}
 
 
@@ -270,10 +272,20 @@ def second_interface(cap, rng):
     return pcapio.Capture(pkts, [first, second], "pcapng", True, cap.big_endian)
 
 
+def _needs(count: int, op):
+    """``op`` where the capture has at least ``count`` packets; the capture as it is otherwise."""
+    def guarded(cap, rng):
+        return op(cap, rng) if len(cap.packets) >= count else cap
+    guarded.__name__ = op.__name__
+    return guarded
+
+
 PACKET_OPS = {
-    "drop": drop_packets, "duplicate": duplicate_packets, "reorder": reorder_packets, "late_start": late_start,
-    "cut_mid_payload": cut_mid_payload, "payload_flips": payload_flips, "absurd_size_prefix": absurd_size_prefix,
-    "tcp_chaos": tcp_chaos, "absurd_timestamps": absurd_timestamps, "snaplen_cut": snaplen_cut, "piece": piece,
+    "drop": _needs(1, drop_packets), "duplicate": _needs(1, duplicate_packets),
+    "reorder": _needs(2, reorder_packets), "late_start": _needs(1, late_start),
+    "cut_mid_payload": _needs(1, cut_mid_payload), "payload_flips": payload_flips,
+    "absurd_size_prefix": absurd_size_prefix, "tcp_chaos": _needs(1, tcp_chaos),
+    "absurd_timestamps": _needs(1, absurd_timestamps), "snaplen_cut": snaplen_cut, "piece": piece,
     "second_interface": second_interface,
 }
 
@@ -465,12 +477,41 @@ def dump_case(rng: random.Random, options: dict) -> CaptureCase:
     if rng.random() < 0.2:  # read alone, under a name that does not pair
         files = {"dump.bin": files[read]}
         read = "dump.bin"
-    return CaptureCase("dump", files, read, options, tuple(notes))
+    return CaptureCase("dump", files, (read,), options, tuple(notes))
+
+
+def session_case(rng: random.Random, options: dict) -> CaptureCase:
+    """A capture cut into pieces read together as one rotated session, some pieces hurt."""
+    source = rng.choice(sources())
+    cap = corpus.sample_capture(source)
+    per = rng.choice((2, 5, 20, 60))
+    pieces = [cap.with_packets(cap.packets[i:i + per]) for i in range(0, len(cap.packets), per)]
+    notes = [source, f"{len(pieces)} pieces of {per} packets"]
+    r = rng.random()
+    if r < 0.2 and len(pieces) > 2:
+        k = rng.randrange(len(pieces))
+        del pieces[k]
+        notes.append(f"piece {k} missing")
+    elif r < 0.35 and len(pieces) > 2:
+        k = rng.randrange(len(pieces) - 1)
+        pieces[k], pieces[k + 1] = pieces[k + 1], pieces[k]
+        notes.append(f"pieces {k} and {k + 1} swapped")
+    files = {}
+    for k, piece_cap in enumerate(pieces):
+        data, _ = serialize(piece_cap, random.Random(rng.random()))
+        suffix = "pcapng" if data[:4] == PCAPNG_MAGIC else "pcap"
+        files[f"piece{k:03d}.{suffix}"] = data
+    names = list(files)
+    if rng.random() < 0.4:
+        k = rng.randrange(len(names))
+        files[names[k]], note = _file_op(files[names[k]], names[k].rsplit(".", 1)[1], cap.big_endian, rng)
+        notes.append(f"{names[k]}: {note}")
+    return CaptureCase("session", files, tuple(names), options, tuple(notes))
 
 
 # -- the mix -----------------------------------------------------------------------------------------
 
-FAMILIES = {"packets": 45, "container": 20, "file": 12, "mixed": 15, "clean": 2, "dump": 6}
+FAMILIES = {"packets": 45, "container": 20, "file": 12, "mixed": 15, "clean": 2, "dump": 6, "session": 5}
 
 
 def _options(rng: random.Random) -> dict:
@@ -480,8 +521,6 @@ def _options(rng: random.Random) -> dict:
         options["max_buffered_bytes"] = rng.choice((0, 1, 100, 4096))
     elif r < 0.12:
         options["max_frame_size"] = rng.choice((0, 4, 64, 1000))
-    elif r < 0.15:
-        options["connection_slice"] = rng.choice(((0, 2), (1, 2), (2, 3)))
     elif r < 0.17:
         options["apis"] = rng.choice(([0], [1, 3], [18]))
     elif r < 0.19:
@@ -498,6 +537,8 @@ def case(seed: int, index: int, families: dict[str, float] | None = None) -> Cap
     options = _options(rng)
     if family == "dump":
         return dump_case(rng, options)
+    if family == "session":
+        return session_case(rng, options)
     source = rng.choice(sources())
     cap = corpus.sample_capture(source)
     notes = [source]
@@ -528,4 +569,4 @@ def case(seed: int, index: int, families: dict[str, float] | None = None) -> Cap
         data, note = corrupt_gzip(data, rng) if rng.random() < 0.7 else (gzip.compress(data, mtime=0), "gzip")
         notes.append(note)
         suffix += ".gz"
-    return CaptureCase(family, {f"capture{suffix}": data}, f"capture{suffix}", options, tuple(notes))
+    return CaptureCase(family, {f"capture{suffix}": data}, (f"capture{suffix}",), options, tuple(notes))

@@ -29,7 +29,7 @@ def _limits(args) -> Limits:
 
 def _campaign(args) -> int:
     if args.kind == "frames":
-        target = FrameTarget(families=_families(args.families), catalog=not args.no_catalog)
+        target = FrameTarget(families=_families(args.families), catalog=args.catalog)
     else:
         target = CaptureTarget(accounting=args.accounting, families=_families(args.families))
     indices = range(args.start, args.start + args.count)
@@ -38,7 +38,7 @@ def _campaign(args) -> int:
     result = run(target, args.seed, indices, jobs=args.jobs, limits=_limits(args), batch=args.batch,
                  progress=None if args.quiet else print_progress, keep_per_signature=args.keep)
     settings = {"timeout_s": args.timeout, "memory_mib": args.memory_mib, "jobs": args.jobs,
-                "families": args.families, "catalog": not getattr(args, "no_catalog", False)}
+                "families": args.families, "catalog": getattr(args, "catalog", None)}
     if args.kind == "captures":
         settings["accounting"] = "on" if target.check_accounting is not None else "off (tests/accounting.py not found)"
     summary = report.summary(args.kind, args.seed, indices, result, settings)
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--quiet", action="store_true")
         limits(p)
         if kind == "frames":
-            p.add_argument("--no-catalog", action="store_true", help="skip the fixed cases at the first indices")
+            p.add_argument("--catalog", choices=("full", "quick", "none"), default="full",
+                           help="fixed cases at the first indices: all of them (default), the quick part, none")
         else:
             p.add_argument("--accounting", choices=("auto", "on", "off"), default="auto",
                            help="check byte accounting with tests/accounting.py (auto: when it exists)")

@@ -27,7 +27,8 @@ HANG = "hang"  # the input ran past its time limit
 MEMORY = "memory"  # the input needed more memory than the bound
 ACCOUNTING = "accounting"  # read_capture's rows do not account for every payload byte exactly once
 WRAPPED = "wrapped"  # an internal error laundered into a DecodeError or an error string
-CATEGORIES = (CRASH, HANG, MEMORY, ACCOUNTING, WRAPPED)
+HARNESS = "harness"  # the fuzzer failed to make an input: a bug of ours here, not of the package
+CATEGORIES = (CRASH, HANG, MEMORY, ACCOUNTING, WRAPPED, HARNESS)
 MUST_BE_ZERO = (CRASH, HANG, MEMORY, ACCOUNTING)
 
 _EXPECTED_CAUSES = (DecodeError, WireError, RecordsError)

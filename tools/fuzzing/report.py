@@ -54,7 +54,10 @@ def save_inputs(target, seed: int, result: Result, out: Path) -> int:
         folder = out / target.kind / slug(f"{failure.finding.category} {failure.finding.signature}")
         folder.mkdir(parents=True, exist_ok=True)
         stem = f"seed{seed}-{failure.index}"
-        case = target.generate(seed, failure.index)
+        try:
+            case = target.generate(seed, failure.index)
+        except Exception:  # noqa: BLE001 - a harness finding: there is no input to save
+            continue
         files = target.save(case, folder, stem)
         meta = {**case.meta(), "kind": target.kind, "seed": seed, "index": failure.index, "size": case.size,
                 "category": failure.finding.category, "signature": failure.finding.signature,

@@ -18,6 +18,7 @@ inputs, so slow leaks cannot build up. Does not know what an input is (see `targ
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import os
 import resource
@@ -28,7 +29,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
-from .findings import CATEGORIES, CRASH, HANG, MEMORY, Finding, from_exception, where_in_stack
+from .findings import CATEGORIES, CRASH, HANG, HARNESS, MEMORY, Finding, describe, from_exception, where_in_stack
 
 MiB = 1 << 20
 
@@ -108,7 +109,10 @@ def run_one(target, seed: int, index: int, limits: Limits, rss_start: int) -> tu
     escaped = None
     signal.setitimer(signal.ITIMER_REAL, limits.timeout_s)
     try:
-        case = target.generate(seed, index)
+        try:
+            case = target.generate(seed, index)
+        except Exception as e:  # noqa: BLE001 - a generator bug must not pass for a package crash
+            return [Finding(HARNESS, f"generator: {type(e).__name__}: {e}", describe(e))], False, 0, {}
         size, meta = case.size, case.meta()
         found = target.check(case)
     except _Timeout as t:
@@ -138,6 +142,7 @@ def run_one(target, seed: int, index: int, limits: Limits, rss_start: int) -> tu
 
 def _worker(target, seed: int, limits: Limits, conn, slot) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C
+    faulthandler.disable()  # a worker's death is reported by the parent; no stack dump (pytest turns it on)
     signal.signal(signal.SIGALRM, _on_alarm)
     vm = _vm_bytes()
     # The hard cap sits at twice the bound: an input is charged with "memory" from its peak RSS

@@ -5,9 +5,10 @@ makes input ``index`` in ``generate``, runs it in ``check`` and writes it out in
 
 * `FrameTarget`: ``decode_request`` / ``decode_response`` may return or raise ``DecodeError``
   (without a MemoryError or a bug of ours behind it); anything else is a crash.
-* `CaptureTarget`: ``read_capture`` must never raise for a readable file; its rows must not
-  carry laundered Python errors, and, when ``tests/accounting.py`` provides
-  ``check_accounting``, every payload byte must be in exactly one row.
+* `CaptureTarget`: ``read_capture`` must never raise for a readable file, nor give an
+  ``internal_error`` row (a bug it caught: counted as the crash it is); its rows must not carry
+  laundered Python errors, and, when ``tests/accounting.py`` provides ``check_accounting``,
+  every payload byte must be in exactly one row.
 
 Does not run processes or apply limits (see `runner`).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,9 +29,44 @@ from kafka_protocol_source.framing.model import STATUSES
 
 from . import capture_cases, frame_cases
 from .corpus import ROOT
-from .findings import ACCOUNTING, WRAPPED, Finding, from_decode_error, laundered_strings
+from .findings import ACCOUNTING, CRASH, WRAPPED, Finding, from_decode_error, from_exception, laundered_strings
 
-CAPTURE_ERROR = "capture_error"
+INTERNAL_ERROR = "internal_error"  # framing.model's name for "a bug of ours while reading one connection"
+_INTERNAL_ERRORS: list[BaseException] = []  # what the probe saw, for the current input
+
+
+def _probe_internal_errors() -> None:
+    """Keep the exception behind each ``internal_error`` row, whose text has no traceback.
+
+    ``pipeline._internal_error`` builds those rows inside the ``except`` that caught the bug, so
+    ``sys.exc_info()`` there still holds it, with the frame it came from. Reading it changes
+    nothing of what the pipeline does.
+    """
+    try:
+        from kafka_protocol_source import pipeline  # noqa: PLC0415 - absent before the rows existed
+    except ImportError:
+        return
+    original = getattr(pipeline, "_internal_error", None)
+    if original is None or getattr(original, "fuzz_probe", False):
+        return
+
+    def probe(*args, **kwargs):
+        caught = sys.exc_info()[1]
+        if caught is not None:
+            _INTERNAL_ERRORS.append(caught)
+        return original(*args, **kwargs)
+
+    probe.fuzz_probe = True
+    pipeline._internal_error = probe
+
+
+def _internal_error_finding(exchange) -> Finding:
+    """An ``internal_error`` row is a crash the pipeline caught: same signature, marked as a row."""
+    caught = _INTERNAL_ERRORS.pop(0) if _INTERNAL_ERRORS else None
+    if caught is None:
+        return Finding(CRASH, f"internal_error row: {_shape(exchange.error or '')[:100]}", exchange.error or "")
+    finding = from_exception(caught)
+    return Finding(finding.category, f"{finding.signature} (internal_error row)", finding.detail)
 
 
 def warm_parsers() -> None:
@@ -50,7 +87,7 @@ def warm_parsers() -> None:
 class FrameTarget:
     kind = "frames"
 
-    def __init__(self, families: dict[str, float] | None = None, catalog: bool = True):
+    def __init__(self, families: dict[str, float] | None = None, catalog: str = "full"):
         self.families = families
         self.catalog = catalog
 
@@ -117,6 +154,7 @@ class CaptureTarget:
     def warm(self) -> None:
         warm_parsers()
         capture_cases.warm()
+        _probe_internal_errors()
         if self.accounting != "off":
             self.check_accounting = load_check_accounting()
             if self.check_accounting is None and self.accounting == "on":
@@ -137,15 +175,25 @@ class CaptureTarget:
         try:
             for name, data in case.files.items():
                 (directory / name).write_bytes(data)
-            path = directory / case.read
+            paths = [directory / name for name in case.read]
             found: list[Finding] = []
-            for exchange in kafka_protocol_source.read_capture(path, **case.options):
-                if exchange.status not in STATUSES and exchange.status != CAPTURE_ERROR:
+            _INTERNAL_ERRORS.clear()
+            for exchange in kafka_protocol_source.read_capture(paths[0] if len(paths) == 1 else paths, **case.options):
+                if exchange.status == INTERNAL_ERROR:
+                    found.append(_internal_error_finding(exchange))
+                    continue
+                if exchange.status not in STATUSES:
                     found.append(Finding(WRAPPED, f"unknown status {exchange.status!r}", repr(exchange)[:2000]))
                 found += laundered_strings({"error": exchange.error, "note": exchange.note,
                                             "request": exchange.request, "response": exchange.response})
             if self.check_accounting is not None and case.accountable:
-                violations = self.check_accounting(str(path), **case.accounting_options)
+                try:
+                    violations = [v for v in self.check_accounting(str(paths[0]), **case.accounting_options)
+                                  if "kafka-wire failed reading" not in str(v)]  # internal_error rows: crashes above
+                except Exception as e:  # noqa: BLE001 - read_capture got through; the checker did not
+                    failed = from_exception(e)
+                    found.append(Finding(ACCOUNTING, f"check_accounting raised {failed.signature}", failed.detail))
+                    violations = []
                 if violations:
                     found.append(Finding(ACCOUNTING, f"accounting: {_shape(violations[0])}",
                                          "\n".join(map(str, violations[:50]))))
@@ -166,7 +214,7 @@ class CaptureTarget:
     def load(meta: dict, directory: Path, stem: str) -> capture_cases.CaptureCase:
         folder = directory / stem
         files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
-        return capture_cases.CaptureCase(meta["family"], files, meta["read"], meta["options"], tuple(meta["notes"]))
+        return capture_cases.CaptureCase(meta["family"], files, tuple(meta["read"]), meta["options"], tuple(meta["notes"]))
 
 
 def _shape(violation) -> str:
