@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.fuzzing.cli import main  # noqa: E402 - needs the checkout on sys.path first
+from tools.fuzzing.cli import main  # needs the checkout on sys.path first
 
 if __name__ == "__main__":
     sys.exit(main())

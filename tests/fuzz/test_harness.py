@@ -7,13 +7,14 @@ out-of-memory or a death, and that every input is counted exactly once.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
 from dataclasses import dataclass
 
+from tools.fuzzing.capture_cases import case as capture_case
 from tools.fuzzing.findings import CRASH, HANG, HARNESS, MEMORY, Finding
+from tools.fuzzing.frame_cases import case as frame_case
 from tools.fuzzing.runner import MiB, Limits, run
 
 BEHAVIOUR = {3: "crash", 5: "hang", 8: "memory", 11: "die", 13: "stuck_in_c", 17: "bad_generator", 19: "finding"}
@@ -78,9 +79,6 @@ def test_each_failure_is_charged_to_its_input_and_every_input_is_counted_once():
 
 
 def test_inputs_are_a_function_of_seed_and_index():
-    from tools.fuzzing.capture_cases import case as capture_case
-    from tools.fuzzing.frame_cases import case as frame_case
-
     assert frame_case(5, 4000) == frame_case(5, 4000)
     assert frame_case(5, 4000) != frame_case(6, 4000)
     assert capture_case(5, 7) == capture_case(5, 7)

@@ -339,7 +339,8 @@ def absurd_pcap_header(data: bytes, endian: str, rng: random.Random) -> tuple[by
     if r < 0.9:
         out[at + 12:at + 16] = struct.pack(endian + "I", rng.choice(U32_ABSURD))
         return bytes(out), "orig_len"
-    out[at:at + 8] = struct.pack(endian + "II", rng.choice((0, 0xFFFFFFFF, 0x7FFFFFFF)), rng.choice((0, 999999, 10**9, 0xFFFFFFFF)))
+    seconds = rng.choice((0, 0xFFFFFFFF, 0x7FFFFFFF))
+    out[at:at + 8] = struct.pack(endian + "II", seconds, rng.choice((0, 999999, 10**9, 0xFFFFFFFF)))
     return bytes(out), "timestamp"
 
 
@@ -392,7 +393,8 @@ def absurd_pcapng_fields(data: bytes, endian: str, rng: random.Random) -> tuple[
         if rng.random() < 0.5:
             new = pcapio.block(pcapio.SPB, u32.pack(rng.choice((orig, 0, 0xFFFFFFFF, caplen + 1))) + packet, endian)
         else:
-            new = pcapio.block(pcapio.PB, struct.pack(endian + "HHIIII", rng.choice((iface, 7)), 0, hi, lo, caplen, orig) + packet, endian)
+            header = struct.pack(endian + "HHIIII", rng.choice((iface, 7)), 0, hi, lo, caplen, orig)
+            new = pcapio.block(pcapio.PB, header + packet, endian)
         return bytes(out[:at]) + new + bytes(out[at + total:]), "spb/pb"
     at = rng.choice(blocks)[0] if blocks else len(out)
     r2 = rng.random()
@@ -448,7 +450,7 @@ FILE_OPS = ("bitflips", "truncate", "bytes", "header")
 
 
 def _file_op(data: bytes, container: str, big_endian: bool, rng: random.Random) -> tuple[bytes, str]:
-    op = rng.choice(FILE_OPS + ("header", "header"))
+    op = rng.choice((*FILE_OPS, "header", "header"))
     if op == "bitflips":
         return mutate.flip_bits(data, rng, rng.choice((1, 4, 16, 64))), "bit flips"
     if op == "truncate":
@@ -565,7 +567,7 @@ def case(seed: int, index: int, families: dict[str, float] | None = None) -> Cap
                 data, note = _file_op(data, "pcapng" if written.startswith("pcapng") else "pcap", cap.big_endian, rng)
             notes.append(note)
     suffix = ".pcapng" if written.startswith("pcapng") else ".pcap"
-    if rng.random() < 0.15 or family == "file" and rng.random() < 0.3:
+    if rng.random() < 0.15 or (family == "file" and rng.random() < 0.3):
         data, note = corrupt_gzip(data, rng) if rng.random() < 0.7 else (gzip.compress(data, mtime=0), "gzip")
         notes.append(note)
         suffix += ".gz"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from . import pcapio
@@ -32,6 +32,7 @@ class RealFrame:
     api_key: int
     api_version: int
     source: str  # sample file it came from
+    request: bytes | None = None  # responses: the request frame they answer
 
 
 def capture_paths() -> list[Path]:
@@ -42,12 +43,12 @@ def dump_dirs() -> list[Path]:
     return sorted(p for p in SAMPLES.iterdir() if p.is_dir())
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample_bytes(name: str) -> bytes:
     return (SAMPLES / name).read_bytes()
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample_capture(name: str) -> pcapio.Capture:
     return pcapio.read(sample_bytes(name))
 
@@ -98,14 +99,15 @@ def pair_frames(requests: list[bytes], responses: list[bytes], source: str) -> l
         if len(frame) < 8:
             continue
         api_key, version, correlation = struct.unpack_from(">hhi", frame)
-        pending[correlation] = (api_key, version)
+        pending[correlation] = frame
         out.append(RealFrame("request", frame, api_key, version, source))
     for frame in responses:
         if len(frame) < 4:
             continue
-        key_version = pending.get(struct.unpack_from(">i", frame)[0])
-        if key_version is not None:
-            out.append(RealFrame("response", frame, *key_version, source))
+        request = pending.get(struct.unpack_from(">i", frame)[0])
+        if request is not None:
+            api_key, version = struct.unpack_from(">hh", request)
+            out.append(RealFrame("response", frame, api_key, version, source, request))
     return out
 
 
@@ -137,7 +139,7 @@ def real_frames() -> tuple[RealFrame, ...]:
     found = [f for p in capture_paths() for f in frames_of_capture(p.name)]
     found += [f for d in dump_dirs() for f in frames_of_dump(d)]
     for frame in found:
-        key = (frame.direction, frame.payload, frame.api_key, frame.api_version)
+        key = (frame.direction, frame.payload, frame.api_key, frame.api_version, frame.request)
         if key not in seen and len(frame.payload) <= MAX_CORPUS_FRAME:
             seen.add(key)
             out.append(frame)

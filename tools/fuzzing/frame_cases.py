@@ -29,6 +29,7 @@ from kafka_protocol_source.codec.decoder import decoder_for
 from . import corpus, mutate, recordgen, specgen
 
 ENVELOPE = 58
+JOIN_GROUP, SYNC_GROUP = 11, 14
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 INVALID_API_KEYS = (-1, -32768, 32767, 88, 200, 1000)
 INVALID_VERSIONS = (-1, -32768, 32767, 99)
@@ -43,6 +44,7 @@ class FrameCase:
     api_version: int | None = None
     lenient: bool = False
     request_payload: bytes | None = None  # responses: the request, decoded first and handed over
+    protocol_type: str | None = None  # the group's protocol type, as the pipeline knows it from JoinGroup
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -52,6 +54,7 @@ class FrameCase:
     def meta(self) -> dict:
         return {"family": self.family, "direction": self.direction, "api_key": self.api_key,
                 "api_version": self.api_version, "lenient": self.lenient, "notes": list(self.notes),
+                "protocol_type": self.protocol_type,
                 "has_request_payload": self.request_payload is not None}
 
 
@@ -190,7 +193,7 @@ def _swap_key_version(rng: random.Random, key: int, version: int) -> tuple[int, 
     if r < 0.6:
         return _random_api(rng)
     if r < 0.8:
-        return key, rng.choice(INVALID_VERSIONS + (version + 1, version - 1))
+        return key, rng.choice((*INVALID_VERSIONS, version + 1, version - 1))
     return rng.choice(INVALID_API_KEYS), version
 
 
@@ -200,7 +203,7 @@ def quick_catalog() -> tuple[int, ...]:
     n = 4 * len(api_versions())
     specs = bomb_specs()
     first_of_codec = {}
-    for i, (codec, pattern, size, partitions, magic) in enumerate(specs):
+    for i, (codec, pattern, _size, partitions, magic) in enumerate(specs):
         if pattern == "records" and partitions == 1 and magic == 2:
             first_of_codec.setdefault(codec, i)
     many = [i for i, spec in enumerate(specs) if spec[3] > 1][:1]
@@ -228,9 +231,15 @@ def _real(rng: random.Random) -> FrameCase:
     real = rng.choice(frames)
     donors = tuple(rng.choice(frames).payload for _ in range(2))
     payload, ops = mutate.mutate(real.payload, rng, donors=donors)
-    return FrameCase("real", real.direction, payload, real.api_key if real.direction == "response" else None,
-                     real.api_version if real.direction == "response" else None, lenient=rng.random() < 0.2,
-                     notes=(real.source, *ops))
+    # Group frames as the pipeline decodes them, with the protocol type, so the consumer
+    # subscriptions and assignments they embed are decoded too.
+    protocol = "consumer" if real.api_key in (JOIN_GROUP, SYNC_GROUP) and rng.random() < 0.7 else None
+    if real.direction == "request":
+        return FrameCase("real", "request", payload, lenient=rng.random() < 0.2, protocol_type=protocol,
+                         notes=(real.source, *ops))
+    request = real.request if rng.random() < 0.7 else None
+    return FrameCase("real", "response", payload, real.api_key, real.api_version, lenient=rng.random() < 0.2,
+                     request_payload=request, protocol_type=protocol, notes=(real.source, *ops))
 
 
 def _real_swap(rng: random.Random) -> FrameCase:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import random
 import struct
 import zlib
-from functools import lru_cache
+from functools import cache
 
 import cramjam
 import crc32c
 import zstandard
+
+from kafka_protocol_source.records.lz4_frame import xxh32  # for the LZ4 frame header checksum
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODECS = (NONE, GZIP, SNAPPY, LZ4, ZSTD)
@@ -49,8 +51,6 @@ def varbytes(data: bytes | None) -> bytes:
 
 def lz4_frame(data: bytes, block_code: int = 4, content_size: bool = False, block_checksum: bool = False) -> bytes:
     """Kafka's LZ4 frame: independent blocks of at most the size ``block_code`` names."""
-    from kafka_protocol_source.records.lz4_frame import xxh32  # the header checksum only
-
     block_max = LZ4_BLOCK_CODES.get(block_code, 64 << 10)
     flg = 0x40 | 0x20 | (0x08 if content_size else 0) | (0x10 if block_checksum else 0)
     descriptor = bytes([flg, (block_code & 7) << 4]) + (struct.pack("<Q", len(data)) if content_size else b"")
@@ -181,7 +181,7 @@ def _pattern_chunk(pattern: str, size: int) -> bytes:
     return (MINIMAL_RECORD * (size // len(MINIMAL_RECORD) + 1))[:size - size % len(MINIMAL_RECORD)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def bomb(codec: int, pattern: str, inflated: int) -> bytes:
     """A payload of ``codec`` that inflates to about ``inflated`` bytes of ``pattern``."""
     chunk = _pattern_chunk(pattern, 1 << 20 if codec != LZ4 else 4 << 20)

@@ -83,7 +83,9 @@ def minimize(target, case, wanted: tuple[str, str], limits: Limits, budget: int 
     if target.kind == "frames":
         data = _shrink(list(case.payload), lambda b: replace(case, payload=bytes(b)), still_fails, budget)
         return replace(case, payload=bytes(data))
-    name = case.read
+    if len(case.read) != 1:
+        return case  # a session of several files: left as it is
+    name = case.read[0]
     try:
         parsed = pcapio.read(case.files[name])
     except Exception:  # noqa: BLE001 - not a well-formed capture: shrink its bytes instead

@@ -86,7 +86,9 @@ class Writer:
                 return self.sized(None, compact, True)
             return self.sized(recordgen.random_records(rng) if rng.random() < self.fill else b"", compact, True)
         if kind in ("varint-string", "varint-bytes"):
-            return recordgen.varbytes(None if rng.random() < 0.2 else (self.text() if kind == "varint-string" else rng.randbytes(rng.randrange(0, 12))))
+            if rng.random() < 0.2:
+                return recordgen.varbytes(None)
+            return recordgen.varbytes(self.text() if kind == "varint-string" else rng.randbytes(rng.randrange(0, 12)))
         data = None if null else (self.text() if kind == "string" else rng.randbytes(rng.randrange(0, 24)))
         return self.sized(data, compact, kind == "bytes")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -101,7 +102,8 @@ class FrameTarget:
     def check(self, case: frame_cases.FrameCase) -> list[Finding]:
         try:
             if case.direction == "request":
-                result = kafka_protocol_source.decode_request(case.payload, lenient=case.lenient)
+                result = kafka_protocol_source.decode_request(case.payload, lenient=case.lenient,
+                                                              protocol_type=case.protocol_type)
             else:
                 request = None
                 if case.request_payload is not None:
@@ -110,7 +112,8 @@ class FrameTarget:
                     except DecodeError:
                         request = None
                 result = kafka_protocol_source.decode_response(case.payload, case.api_key, case.api_version,
-                                                               request=request, lenient=case.lenient)
+                                                               request=request, lenient=case.lenient,
+                                                               protocol_type=case.protocol_type)
         except DecodeError as e:
             return from_decode_error(e)
         return laundered_strings(result)
@@ -128,7 +131,8 @@ class FrameTarget:
         request = directory / f"{stem}.request.bin"
         return frame_cases.FrameCase(meta["family"], meta["direction"], (directory / f"{stem}.bin").read_bytes(),
                                      meta["api_key"], meta["api_version"], meta["lenient"],
-                                     request.read_bytes() if request.exists() else None, tuple(meta["notes"]))
+                                     request.read_bytes() if request.exists() else None,
+                                     meta.get("protocol_type"), tuple(meta["notes"]))
 
 
 def load_check_accounting():
@@ -219,8 +223,6 @@ class CaptureTarget:
 
 def _shape(violation) -> str:
     """A violation's text with its numbers blanked, so alike violations share a signature."""
-    import re  # noqa: PLC0415
-
     return re.sub(r"\d+", "N", str(violation))[:120]
 
 
