@@ -45,6 +45,7 @@ class FrameCase:
     lenient: bool = False
     request_payload: bytes | None = None  # responses: the request, decoded first and handed over
     protocol_type: str | None = None  # the group's protocol type, as the pipeline knows it from JoinGroup
+    cold: bool = False  # decode with a decoder that has built no parser yet, as a fresh process does
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -54,7 +55,7 @@ class FrameCase:
     def meta(self) -> dict:
         return {"family": self.family, "direction": self.direction, "api_key": self.api_key,
                 "api_version": self.api_version, "lenient": self.lenient, "notes": list(self.notes),
-                "protocol_type": self.protocol_type,
+                "protocol_type": self.protocol_type, "cold": self.cold,
                 "has_request_payload": self.request_payload is not None}
 
 
@@ -161,8 +162,9 @@ def catalog_case(i: int) -> FrameCase:
                          notes=("random body",))
     i -= 4 * n
     if i < 6:
+        # Cold: a parser first built deep in a recursion fails otherwise than one built already.
         depth = (1, 2, 10, 100, 1000, 5000)[i]
-        return FrameCase("nested", "request", nested_envelope(depth), notes=(f"envelope depth {depth}",))
+        return FrameCase("nested", "request", nested_envelope(depth), cold=True, notes=(f"envelope depth {depth}",))
     i -= 6
     if i < 4:
         depth = (2, 10, 100, 400)[i]

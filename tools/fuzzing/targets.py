@@ -4,7 +4,9 @@ Owns the two targets the runner drives (a target builds its shared material in `
 makes input ``index`` in ``generate``, runs it in ``check`` and writes it out in ``save``):
 
 * `FrameTarget`: ``decode_request`` / ``decode_response`` may return or raise ``DecodeError``
-  (without a MemoryError or a bug of ours behind it); anything else is a crash.
+  (without a MemoryError or a bug of ours behind it); anything else is a crash. They are the
+  methods of ``decoder_for()``, what the module-level functions call (a bytes copy aside), or,
+  for a case marked cold, of a new ``Decoder`` that has built no parser yet.
 * `CaptureTarget`: ``read_capture`` must never raise for a readable file, nor give an
   ``internal_error`` row (a bug it caught: counted as the crash it is); its rows must not carry
   laundered Python errors, and, when ``tests/accounting.py`` provides ``check_accounting``,
@@ -24,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import kafka_protocol_source
-from kafka_protocol_source.codec.decoder import decoder_for
+from kafka_protocol_source.codec.decoder import Decoder, decoder_for
 from kafka_protocol_source.codec.errors import DecodeError
 from kafka_protocol_source.framing.model import STATUSES
 
@@ -100,20 +102,19 @@ class FrameTarget:
         return frame_cases.case(seed, index, self.families, self.catalog)
 
     def check(self, case: frame_cases.FrameCase) -> list[Finding]:
+        decoder = Decoder(decoder_for().registry) if case.cold else decoder_for()
         try:
             if case.direction == "request":
-                result = kafka_protocol_source.decode_request(case.payload, lenient=case.lenient,
-                                                              protocol_type=case.protocol_type)
+                result = decoder.decode_request(case.payload, lenient=case.lenient, protocol_type=case.protocol_type)
             else:
                 request = None
                 if case.request_payload is not None:
                     try:
-                        request = kafka_protocol_source.decode_request(case.request_payload)
+                        request = decoder.decode_request(case.request_payload)
                     except DecodeError:
                         request = None
-                result = kafka_protocol_source.decode_response(case.payload, case.api_key, case.api_version,
-                                                               request=request, lenient=case.lenient,
-                                                               protocol_type=case.protocol_type)
+                result = decoder.decode_response(case.payload, case.api_key, case.api_version, request=request,
+                                                 lenient=case.lenient, protocol_type=case.protocol_type)
         except DecodeError as e:
             return from_decode_error(e)
         return laundered_strings(result)
@@ -132,7 +133,7 @@ class FrameTarget:
         return frame_cases.FrameCase(meta["family"], meta["direction"], (directory / f"{stem}.bin").read_bytes(),
                                      meta["api_key"], meta["api_version"], meta["lenient"],
                                      request.read_bytes() if request.exists() else None,
-                                     meta.get("protocol_type"), tuple(meta["notes"]))
+                                     meta.get("protocol_type"), meta.get("cold", False), tuple(meta["notes"]))
 
 
 def load_check_accounting():
