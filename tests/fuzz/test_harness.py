@@ -17,7 +17,9 @@ from tools.fuzzing.findings import CRASH, HANG, HARNESS, MEMORY, Finding
 from tools.fuzzing.frame_cases import case as frame_case
 from tools.fuzzing.runner import MiB, Limits, run
 
-BEHAVIOUR = {3: "crash", 5: "hang", 8: "memory", 11: "die", 13: "stuck_in_c", 17: "bad_generator", 19: "finding"}
+BEHAVIOUR = {3: "crash", 5: "hang", 8: "memory_error", 9: "memory_rss", 11: "die", 13: "stuck_in_c", 17: "bad_generator",
+             19: "finding"}
+BOUND = 256 * MiB
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,11 @@ class _Misbehaving:
         if what == "hang":
             while True:
                 pass
-        if what == "memory":
-            hoard = []
-            while True:
-                hoard.append(bytearray(64 * MiB))
+        if what == "memory_error":  # past the hard cap (twice the bound): MemoryError where it is asked for
+            bytearray(4 * BOUND)
+        if what == "memory_rss":  # past the bound, under the cap: no error, only a high peak RSS
+            touched = b"\x01" * (BOUND + 64 * MiB)  # written, so resident (bytearray(n) would not be)
+            del touched
         if what == "die":
             os.kill(os.getpid(), signal.SIGSEGV)
         if what == "stuck_in_c":
@@ -65,15 +68,18 @@ class _Misbehaving:
 
 
 def test_each_failure_is_charged_to_its_input_and_every_input_is_counted_once():
-    limits = Limits(timeout_s=1.0, memory_bytes=256 * MiB, grace_s=1.0)
+    limits = Limits(timeout_s=2.0, memory_bytes=BOUND, grace_s=2.0)
     result = run(_Misbehaving(), 0, range(25), jobs=2, limits=limits, batch=4)
     by_index = {}
     for failure in result.failures:
         by_index.setdefault(failure.index, set()).add(failure.finding.category)
     assert result.inputs == 25
-    assert by_index == {3: {CRASH}, 5: {HANG}, 8: {MEMORY}, 11: {CRASH}, 13: {HANG}, 17: {HARNESS}, 19: {"accounting"}}
+    assert by_index == {3: {CRASH}, 5: {HANG}, 8: {MEMORY}, 9: {MEMORY}, 11: {CRASH}, 13: {HANG}, 17: {HARNESS},
+                        19: {"accounting"}}
     signatures = {f.index: f.finding.signature for f in result.failures}
     assert signatures[3].startswith("KeyError")
+    assert signatures[8].startswith("MemoryError")
+    assert signatures[9] == "peak RSS over the bound"
     assert signatures[11] == "worker died (SIGSEGV)"
     assert signatures[13].startswith("hang (killed")
 
