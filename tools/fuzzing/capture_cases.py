@@ -5,7 +5,8 @@ one, or the tcpflow dump pair) and stacks operators from three layers:
 
 * packets (on `pcapio.Capture`): drop, duplicate, reorder, late starts (the first packets
   gone and the first kept payload cut mid-frame, seq and lengths fixed), payloads cut in the
-  middle, bit flips inside TCP payloads, absurd Kafka size prefixes, sequence jumps, stray
+  middle, payloads split into many tiny (and overlapping) segments, bit flips inside TCP
+  payloads, absurd Kafka size prefixes, sequence jumps, stray
   SYN/FIN/RST flags, conflicting retransmissions, absurd timestamps, snaplen cuts, the
   capture cut into pieces (one piece read alone, or all read as one rotated session with a
   piece missing, swapped or hurt), and every packet again on a second
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from . import corpus, mutate, pcapio
 
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+MAX_INPUT = 1 << 20
 PORT_OPTIONS = ([9092], [9092], [9092, 9093], [])  # []: find Kafka by content alone
 
 
@@ -272,6 +274,33 @@ def second_interface(cap, rng):
     return pcapio.Capture(pkts, [first, second], "pcapng", True, cap.big_endian)
 
 
+def resegment(cap, rng):
+    """Data packets split into many small segments (down to one byte), now and then overlapping:
+    what a busy or hostile path gives, and what makes quadratic buffering show."""
+    data = _data_packets(cap)
+    chosen = set(rng.sample(data, min(len(data), rng.choice((1, 5, 20, len(data))))))
+    budget = 10000  # packets added at most, to keep the file under a megabyte
+    pkts = []
+    for i, p in enumerate(cap.packets):
+        if i not in chosen or budget <= 0:
+            pkts.append(p)
+            continue
+        linktype = _linktype(cap, p)
+        _, payload = _payload(cap, p)
+        most = rng.choice((1, 2, 7, 100))
+        pos = 0
+        while pos < len(payload) and budget > 0:
+            size = rng.randint(1, most)
+            start = max(0, pos - rng.choice((0, 0, 0, 1, 3))) if pos else 0  # overlap with the last piece
+            piece = payload[start:pos + size]
+            pkts.append(pcapio.with_payload(linktype, p, piece, seq_delta=start))
+            pos += size
+            budget -= 1
+        if pos < len(payload):
+            pkts.append(pcapio.with_payload(linktype, p, payload[pos:], seq_delta=pos))
+    return cap.with_packets(pkts)
+
+
 def _needs(count: int, op):
     """``op`` where the capture has at least ``count`` packets; the capture as it is otherwise."""
     def guarded(cap, rng):
@@ -286,7 +315,7 @@ PACKET_OPS = {
     "cut_mid_payload": _needs(1, cut_mid_payload), "payload_flips": payload_flips,
     "absurd_size_prefix": absurd_size_prefix, "tcp_chaos": _needs(1, tcp_chaos),
     "absurd_timestamps": _needs(1, absurd_timestamps), "snaplen_cut": snaplen_cut, "piece": piece,
-    "second_interface": second_interface,
+    "second_interface": second_interface, "resegment": resegment,
 }
 
 
@@ -554,6 +583,9 @@ def case(seed: int, index: int, families: dict[str, float] | None = None) -> Cap
                 break
     data, written = serialize(cap, rng) if family != "clean" else (corpus.sample_bytes(source), "as recorded")
     notes.append(written)
+    if len(data) > MAX_INPUT:  # the memory bound is for inputs under a megabyte
+        data = data[:MAX_INPUT]
+        notes.append(f"cut at {MAX_INPUT} bytes")
     if family in ("container", "file", "mixed"):
         rounds = 1 if family != "mixed" else rng.choice((1, 2))
         for _ in range(rounds):
