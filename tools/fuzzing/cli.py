@@ -1,4 +1,4 @@
-"""Command line of the campaign (``python tools/fuzz.py --help``)."""
+"""Command line of the campaign: ``frames`` and ``captures`` runs, ``repro`` and ``minimize``."""
 
 from __future__ import annotations
 
@@ -78,7 +78,10 @@ def _minimize(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools/fuzz.py", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="tools/fuzz.py",
+        description="Hostile inputs for decode_request / decode_response and read_capture, each run in a child "
+                    "process with a time and memory limit; failures are counted by signature and saved with --out.")
     sub = parser.add_subparsers(dest="kind", required=True)
 
     def limits(p):
