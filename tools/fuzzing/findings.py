@@ -46,12 +46,8 @@ class Finding:
 
 def where(tb) -> str:
     """``file.py:function`` of the innermost traceback frame inside the package."""
-    found = "<outside kafka_protocol_source>"
-    for frame, _line in traceback.walk_tb(tb):
-        path = Path(frame.f_code.co_filename)
-        if PACKAGE_DIR in path.parents:
-            found = f"{path.relative_to(PACKAGE_DIR).as_posix()}:{frame.f_code.co_name}"
-    return found
+    frames = _package_frames(tb)
+    return frames[-1] if frames else "<outside kafka_protocol_source>"
 
 
 def where_in_stack(frame) -> str:
@@ -69,7 +65,23 @@ def describe(exc: BaseException) -> str:
     return text[-6000:]
 
 
+def _package_frames(tb) -> list[str]:
+    out = []
+    for frame, _line in traceback.walk_tb(tb):
+        path = Path(frame.f_code.co_filename)
+        if PACKAGE_DIR in path.parents:
+            out.append(f"{path.relative_to(PACKAGE_DIR).as_posix()}:{frame.f_code.co_name}")
+    return out
+
+
 def signature(exc: BaseException) -> str:
+    """Exception type and innermost package frame; for a RecursionError, the frame that recurs
+    most (where the stack runs out is chance, what recursed is the bug)."""
+    if isinstance(exc, RecursionError):
+        frames = _package_frames(exc.__traceback__)
+        if frames:
+            most = max(sorted(set(frames)), key=frames.count)
+            return f"RecursionError @ recursion through {most}"
     return f"{type(exc).__name__} @ {where(exc.__traceback__)}"
 
 
