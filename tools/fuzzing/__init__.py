@@ -1,0 +1,1 @@
+"""The hostile-input campaign behind ``tools/fuzz.py`` (see that file for how to run it)."""
