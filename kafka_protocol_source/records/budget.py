@@ -12,7 +12,7 @@ from __future__ import annotations
 from .compression import decompress
 from .errors import RecordsError
 
-DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024  # per frame: the maxDecompressedBytes option
+DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024  # per frame: the maxDecompressedBytes option
 # Records one frame may decode: a record dict costs far more memory than its bytes (64 MiB of
 # 7-byte records would be nine million dicts), so the budget also allows one record per this many
 # bytes of it, and never fewer than MIN_RECORDS.

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - zstandard is a declared dependency
     zstandard = None
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+_GZIP_STEP = 1 << 20
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16
 _I32 = struct.Struct(">i")
@@ -59,8 +60,9 @@ def _gunzip(data: bytes, limit: int) -> bytes:
         pending = rest
         try:
             while not inflater.eof:
-                # max_length 0 would mean unlimited, hence the +1 (it also detects overflow).
-                chunk = inflater.decompress(pending, limit - total + 1)
+                # max_length 0 would mean unlimited, hence the +1 (it also detects overflow); at most
+                # a step at a time, so a bomb stops within a step of the limit, not a limit past it.
+                chunk = inflater.decompress(pending, min(limit - total + 1, _GZIP_STEP))
                 pending = inflater.unconsumed_tail
                 if not chunk and not pending:
                     raise RecordsError("gzip stream truncated")

@@ -31,7 +31,7 @@ OPTION_DOC = {
     "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
     "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
     "maxDecompressedBytes": "what the records fields of one frame may decompress to, together "
-                            "(default 268435456); a frame past it says so in its row",
+                            "(default 134217728); a frame past it says so in its row",
     "specs": "directory of Kafka JSON message definitions, or a krammar file, to decode with (default: bundled)",
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
