@@ -71,6 +71,8 @@ class PartitionReader:
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
         for ex in exchanges:
+            if not _of_requested_version(ex, o):
+                continue
             if ex.status in MALFORMED_STATUSES:
                 if o.mode == "FAILFAST":
                     raise RuntimeError(_failfast_message(ex))
@@ -81,6 +83,14 @@ class PartitionReader:
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+
+def _of_requested_version(ex, options: ReadOptions) -> bool:
+    """With api and apiVersion, rows of the api at other versions are left out (their bodies do
+    not fit that version's schema); rows whose version is unknown (capture errors) stay."""
+    if options.api_version is None or ex.api_version is None or ex.api_key != options.api_key:
+        return True
+    return ex.api_version == options.api_version
 
 
 def _failfast_message(ex) -> str:
