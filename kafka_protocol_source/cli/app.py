@@ -6,6 +6,7 @@ checked first, so a mistake costs no Spark start. Exit codes are in ``errors.py`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -65,21 +66,28 @@ def _run(spark, command: Command, progress) -> int:
             progress.stop()
             _fail(message)
             return NO_KAFKA
-        sys.stderr.write(f"kafka-wire: warning: {message}\n")
+        with progress.paused():
+            sys.stderr.write(f"kafka-wire: warning: {message}\n")
+    quiet = terminal_quiet(progress, sys.stdout)
     if command.name == "report":
         with progress.paused():
             sys.stderr.write(f"kafka-wire report: {', '.join(command.paths)}\n")
-        print_report(spark, summary, command.top, sys.stdout)
+        print_report(spark, summary, command.top, sys.stdout, quiet)
         return OK
     if command.name == "shell":
-        return run_shell(spark, sys.stdin, sys.stdout, sys.stderr, command.format, command.max_rows, progress)
+        return run_shell(spark, sys.stdin, sys.stdout, sys.stderr, command.format, command.max_rows, progress, quiet)
     for i, (query, destination) in enumerate(zip(command.queries, command.destinations)):
         df = spark.sql(query)
-        with progress.paused():
-            if i and destination.path is None:
+        if i and destination.path is None:
+            with quiet():
                 sys.stdout.write("\n")
-            write(df, destination, sys.stdout, command.max_rows)
+        write(df, destination, sys.stdout, command.max_rows, quiet)
     return OK
+
+
+def terminal_quiet(progress, stdout):
+    """What to hold while results go to ``stdout``: the progress line is paused if both share a terminal."""
+    return progress.paused if stdout.isatty() else contextlib.nullcontext
 
 
 def _check_before_spark(command: Command) -> InputSize:

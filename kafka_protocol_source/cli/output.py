@@ -10,6 +10,7 @@ UTC). Parquet is written by Spark itself (VARIANT columns included).
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import datetime
 import decimal
@@ -127,8 +128,10 @@ def render_table(columns: list[str], cells: list[list[str]], numeric: list[bool]
     return "\n".join([line(columns), "  ".join("-" * w for w in widths), *(line(row) for row in cells)])
 
 
-def write_table(df, out, max_rows: int) -> int:
-    """Print up to ``max_rows`` rows (0: all) and a footer with the row count; returns rows shown."""
+def write_table(df, out, max_rows: int, quiet=contextlib.nullcontext) -> int:
+    """Print up to ``max_rows`` rows (0: all) and a footer with the row count; returns rows shown.
+
+    The rows are gathered first; ``quiet()`` is entered only to print them."""
     columns = df.columns
     rows, total = [], 0
     for row in df.toLocalIterator(prefetchPartitions=True):
@@ -136,17 +139,21 @@ def write_table(df, out, max_rows: int) -> int:
         if not max_rows or total <= max_rows:
             rows.append(row)
     cells = [[table_text(v) for v in row] for row in rows]
-    numeric = [bool(rows) and all(isinstance(r[i], (int, float, decimal.Decimal)) and not isinstance(r[i], bool)
-                                  for r in rows if r[i] is not None) and any(r[i] is not None for r in rows)
+    numeric = [any(r[i] is not None for r in rows) and all(_is_number(r[i]) for r in rows if r[i] is not None)
                for i in range(len(columns))]
-    out.write(render_table(columns, cells, numeric) + "\n")
     hidden = total - len(rows)
     if hidden:
-        out.write(f"({total:,} rows, {hidden:,} not shown: --max-rows 0 shows all, "
-                  f"--format csv or json writes all)\n")
+        footer = f"({total:,} rows, {hidden:,} not shown: --max-rows 0 shows all, --format csv or json writes all)"
     else:
-        out.write(f"({total:,} row{'' if total == 1 else 's'})\n")
+        footer = f"({total:,} row{'' if total == 1 else 's'})"
+    with quiet():
+        out.write(render_table(columns, cells, numeric) + "\n" + footer + "\n")
+        out.flush()
     return len(rows)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
 def write_csv(df, out) -> int:
@@ -180,15 +187,22 @@ def write_parquet(df, path: str) -> None:
     df.write.mode(mode).parquet(path)
 
 
-def write(df, destination: Destination, stdout, max_rows: int) -> None:
+def write(df, destination: Destination, stdout, max_rows: int, quiet=contextlib.nullcontext) -> None:
+    """Write ``df`` where ``destination`` says; ``quiet()`` is held while the terminal is written to
+    (the progress line is wiped then), so queries run outside it where the writer allows."""
     if destination.format == PARQUET:
         write_parquet(df, destination.path)
         return
-    writer = {"table": lambda o: write_table(df, o, max_rows), "csv": lambda o: write_csv(df, o),
-              "json": lambda o: write_json_lines(df, o)}[destination.format]
     if destination.path is None:
-        writer(stdout)
-        stdout.flush()
+        if destination.format == "table":
+            write_table(df, stdout, max_rows, quiet)
+            return
+        with quiet():
+            (write_csv if destination.format == "csv" else write_json_lines)(df, stdout)
+            stdout.flush()
         return
     with open(destination.path, "w", encoding="utf-8", newline="") as f:
-        writer(f)
+        if destination.format == "table":
+            write_table(df, f, max_rows)
+        else:
+            (write_csv if destination.format == "csv" else write_json_lines)(df, f)

@@ -37,19 +37,19 @@ class InputSize:
 
 
 def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float) -> str:
-    """One line for the busiest active stage, ``elapsed_s`` after it started."""
+    """One line for the busiest active stage, ``elapsed_s`` after it started: the time taken until
+    a task has finished, then the rate and the time left."""
     done = f"{stage.completed}/{stage.tasks} tasks"
     rows = f", {stage.rows:,} rows" if stage.rows else ""
-    elapsed = f", {_duration(elapsed_s)} elapsed"
     if stage.tasks != size.partitions or not size.bytes:
-        return f"stage {stage.stage_id}: {done}{rows}{elapsed}"
+        return f"stage {stage.stage_id}: {done}{rows}, {_duration(elapsed_s)} elapsed"
     files = f"{size.files} file{'' if size.files == 1 else 's'}"
     read = size.bytes * stage.completed / stage.tasks
-    line = f"reading {files} ({_bytes(size.bytes)}): {done}, ~{_bytes(read)}{rows}{elapsed}"
-    if stage.completed and elapsed_s > 0:
-        rate = read / elapsed_s
-        line += f", {_bytes(rate)}/s, ETA {_duration((size.bytes - read) / rate)}"
-    return line
+    line = f"reading {files}: ~{_bytes(read)} of {_bytes(size.bytes)}{rows}, {done}"
+    if not stage.completed or elapsed_s <= 0:
+        return f"{line}, {_duration(elapsed_s)} elapsed"
+    rate = read / elapsed_s
+    return f"{line}, {_bytes(rate)}/s, ETA {_duration((size.bytes - read) / rate)}"
 
 
 def _bytes(n: float) -> str:

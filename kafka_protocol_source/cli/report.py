@@ -6,6 +6,8 @@ An exchange counts as not ok when its ``outcome`` is not ``ok``: a transport pro
 
 from __future__ import annotations
 
+import contextlib
+
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -41,13 +43,17 @@ REPORT_QUERIES = {
 }
 
 
-def print_report(spark, summary: Summary, top: int, out) -> None:
-    out.write(f"\n{summary.describe()}\n\n")
+def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullcontext) -> None:
+    """Each section is queried, then printed inside ``quiet()``."""
+    with quiet():
+        out.write(f"\n{summary.describe()}\n\n")
+        out.flush()
     for title, query in REPORT_QUERIES.items():
         rows = spark.sql(query.format(top=top)).collect()
-        out.write(f"== {title} ==\n")
-        out.write((report_table([r.asDict() for r in rows]) if rows else "(none)") + "\n\n")
-    out.flush()
+        with quiet():
+            out.write(f"== {title} ==\n")
+            out.write((report_table([r.asDict() for r in rows]) if rows else "(none)") + "\n\n")
+            out.flush()
 
 
 def report_table(rows: list[dict]) -> str:
@@ -57,4 +63,5 @@ def report_table(rows: list[dict]) -> str:
         return "-" if value is None else str(value)
 
     keys = list(rows[0])
-    return render_table(keys, [[cell(k, r[k]) for k in keys] for r in rows])
+    numeric = [all(isinstance(r[k], (int, float)) for r in rows if r[k] is not None) for k in keys]
+    return render_table(keys, [[cell(k, r[k]) for k in keys] for r in rows], numeric)

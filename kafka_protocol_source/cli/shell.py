@@ -2,11 +2,13 @@
 
 Works typed (a prompt, line editing when readline is there) and piped (no prompt). A query
 that fails prints its one-line error and the next line is read; the exit code is that of the
-first failure, or 0.
+first failure, or 0. The progress line is paused while the prompt waits and while results or
+errors are written to the terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from .errors import OK, describe
@@ -15,19 +17,24 @@ from .output import Destination, write
 HELP = ("views: exchanges (one row per request/response; traffic is the same view), records (one row "
         "per record). One query per line, e.g. SELECT api_name, count(*) FROM exchanges GROUP BY 1; "
         "DESCRIBE exchanges; quit to leave.")
+PROMPT = "kafka-wire> "
 _QUIT = frozenset({"quit", "exit", "\\q"})
 
 
-def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress) -> int:
+def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress,
+              quiet=contextlib.nullcontext) -> int:
     interactive = stdin.isatty()
     if interactive:
-        try:
+        with contextlib.suppress(ImportError):
             import readline  # noqa: F401, PLC0415 - line editing and history for input()
-        except ImportError:
-            pass
-        stderr.write(HELP + "\n")
+        with progress.paused():
+            stderr.write(HELP + "\n")
     first_failure = OK
-    for line in _lines(stdin, interactive, stderr):
+    while True:
+        with progress.paused():
+            line = _read_line(stdin, stderr, interactive)
+        if line is None:
+            break
         query = line.strip().rstrip(";").strip()
         if not query or query.startswith("--"):
             continue
@@ -37,34 +44,27 @@ def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress) -
             stderr.write(HELP + "\n")
             continue
         try:
-            df = spark.sql(query)
-            with progress.paused():
-                write(df, Destination(fmt), stdout, max_rows)
+            write(spark.sql(query), Destination(fmt), stdout, max_rows, quiet)
         except Exception as e:  # noqa: BLE001 - one line per failed query, then the next one
             failure = describe(e)
-            stdout.flush()
-            stderr.write(f"kafka-wire: {failure.message}\n")
-            stderr.flush()
+            with progress.paused():
+                stdout.flush()
+                stderr.write(f"kafka-wire: {failure.message}\n")
+                stderr.flush()
             first_failure = first_failure or failure.code
     return first_failure
 
 
-def _lines(stdin, interactive: bool, stderr):
-    if not interactive:
-        yield from stdin
-        return
-    while True:
+def _read_line(stdin, stderr, interactive: bool) -> str | None:
+    """The next line, or None at the end of the input."""
+    if interactive and stdin is sys.stdin:
         try:
-            yield input("kafka-wire> ") if stdin is sys.stdin else _prompted(stdin, stderr)
+            return input(PROMPT)
         except EOFError:
             stderr.write("\n")
-            return
-
-
-def _prompted(stdin, stderr) -> str:
-    stderr.write("kafka-wire> ")
-    stderr.flush()
+            return None
+    if interactive:
+        stderr.write(PROMPT)
+        stderr.flush()
     line = stdin.readline()
-    if not line:
-        raise EOFError
-    return line
+    return line if line else None

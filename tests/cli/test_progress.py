@@ -11,13 +11,12 @@ SIZE = InputSize(files=2, bytes=40_000_000, partitions=8)
 
 def test_a_scan_of_the_captures_says_bytes_rows_rate_and_eta():
     line = progress_line(StageProgress(3, tasks=8, completed=2, rows=5918), SIZE, elapsed_s=10)
-    assert line == ("reading 2 files (40.0 MB): 2/8 tasks, ~10.0 MB, 5,918 rows, 0:10 elapsed, "
-                    "1.0 MB/s, ETA 0:30")
+    assert line == "reading 2 files: ~10.0 MB of 40.0 MB, 5,918 rows, 2/8 tasks, 1.0 MB/s, ETA 0:30"
 
 
 def test_before_the_first_task_ends_no_rate_is_guessed():
     line = progress_line(StageProgress(3, tasks=8, completed=0, rows=0), SIZE, elapsed_s=4)
-    assert line == "reading 2 files (40.0 MB): 0/8 tasks, ~0 B, 0:04 elapsed"
+    assert line == "reading 2 files: ~0 B of 40.0 MB, 0/8 tasks, 0:04 elapsed"
 
 
 def test_other_stages_show_tasks_only():
@@ -41,7 +40,7 @@ def test_the_line_shows_after_a_second_and_is_wiped_when_idle_or_paused():
     assert stream.getvalue() == ""  # a short stage prints nothing
     clock.now += 2
     printer.draw([stage])
-    assert stream.getvalue().startswith("\r\x1b[Kreading 2 files (40.0 MB): 4/8 tasks")
+    assert stream.getvalue().startswith("\r\x1b[Kreading 2 files: ~20.0 MB of 40.0 MB, 4/8 tasks")
     printer.draw([])
     assert stream.getvalue().endswith("\r\x1b[K")  # no stage running: wiped
     clock.now += 1
