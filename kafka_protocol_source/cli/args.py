@@ -115,6 +115,8 @@ def parse_command(argv: list[str] | None) -> Command:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--option {item!r}: write KEY=VALUE, e.g. --option mode=FAILFAST")
+        if key.lower() == "view":
+            raise UsageError("--option view: the command registers both views, exchanges and records")
         options[key] = value
     common = dict(options=options, master=args.master, verbose=args.verbose,
                   progress=not args.no_progress and not args.verbose and sys.stderr.isatty())

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 EXCHANGES, RECORDS = "exchanges", "records"
 ALIASES = {"traffic": EXCHANGES}
+# options that shape the exchanges view only (a typed api, a subset of apis); records need their own
+EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis"})
 
 
 @dataclass(frozen=True)
@@ -30,17 +32,18 @@ class Summary:
 
 
 def register_views(spark, paths: list[str], options: dict) -> None:
-    def load(**extra):
+    def load(options):
         reader = spark.read.format("kafka-wire")
-        for key, value in {**options, **extra}.items():
+        for key, value in options.items():
             reader = reader.option(key, value)
         return reader.load(paths if len(paths) > 1 else paths[0])
 
-    exchanges = load().cache()
+    exchanges = load(options).cache()
     exchanges.createOrReplaceTempView(EXCHANGES)
     for alias in ALIASES:
         exchanges.createOrReplaceTempView(alias)
-    load(view=RECORDS).createOrReplaceTempView(RECORDS)
+    records = {k: v for k, v in options.items() if k.lower() not in EXCHANGES_ONLY_OPTIONS}
+    load({**records, "view": RECORDS}).createOrReplaceTempView(RECORDS)
 
 
 def summarize(spark) -> Summary:

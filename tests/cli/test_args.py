@@ -39,6 +39,8 @@ def test_options_reach_the_reader():
     assert command.options == {"ports": "9093", "specs": "s", "mode": "FAILFAST"}
     with pytest.raises(UsageError, match="write KEY=VALUE"):
         parse_command(["report", "a.pcap", "--option", "mode"])
+    with pytest.raises(UsageError, match="registers both views"):
+        parse_command(["report", "a.pcap", "--option", "VIEW=records"])
 
 
 def test_bad_flags_exit_2_with_the_closest_flag(capsys):
