@@ -6,6 +6,7 @@ turns them into a frozen ``ReadOptions``. Nothing here reads files.
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 
@@ -18,16 +19,17 @@ MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
 
 OPTION_DOC = {
-    "path / paths": "a file, directory or glob; several with load([a, b])",
+    "path": "a file, directory or glob",
+    "paths": "several paths, as load([a, b]) passes them (a JSON list)",
     "view": "exchanges (default: one row per request/response) or records (one row per record)",
     "api": "typed request/response structs for one api, by name (Produce) or key (0)",
-    "apiVersion": "with api: exactly that version's schema instead of the union of all versions",
+    "apiVersion": "with api: only rows of that version, with exactly that version's schema",
     "apis": "comma-separated api names or keys: decode and return only these",
     "mode": "PERMISSIVE (default), DROPMALFORMED or FAILFAST",
     "columnNameOfCorruptRecord": "column for the raw bytes of bad frames (default _corrupt_record; "
                                  "added when this option is set or the schema has the column)",
     "ports": "comma-separated broker ports (default 9092)",
-    "detectKafka": "true (default): also find Kafka on other ports by decoding first requests",
+    "detectKafka": "true (default): also find Kafka on other ports, by a request start in a side's bytes",
     "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
     "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
     "maxDecompressedBytes": "what the records fields of one frame may decompress to, together "
@@ -52,8 +54,26 @@ OPTION_DOC = {
 }
 
 
+# Spark hands option keys over lower-cased: lower-case name -> the name as documented.
+KNOWN_OPTIONS = {name.lower(): name for name in OPTION_DOC}
+
+
 class OptionError(ValueError):
     pass
+
+
+def check_option_names(names) -> None:
+    """Raise for an option this source does not know (a typo is silently ignored otherwise)."""
+    for name in names:
+        if name.lower() not in KNOWN_OPTIONS:
+            raise OptionError(unknown_option_message(name))
+
+
+def unknown_option_message(name: str) -> str:
+    close = difflib.get_close_matches(name.lower(), KNOWN_OPTIONS, n=1, cutoff=0.6)
+    if close:
+        return f"unknown option {name!r}: did you mean {KNOWN_OPTIONS[close[0]]!r}?"
+    return f"unknown option {name!r} (known options: {', '.join(OPTION_DOC)})"
 
 
 @dataclass(frozen=True)
@@ -81,6 +101,7 @@ class ReadOptions:
     @classmethod
     def parse(cls, options) -> ReadOptions:
         opts = {k.lower(): v for k, v in dict(options).items()}
+        check_option_names(dict(options))
         try:
             registry = decoder_for(opts.get("specs")).registry
         except (OSError, ValueError) as e:  # a missing path, or a definition that does not parse

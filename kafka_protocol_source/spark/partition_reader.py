@@ -134,6 +134,8 @@ class PartitionReader:
                 if records_view:
                     names.learn(ex)  # topic ids named in the tail re-read still name later Fetches
                 continue
+            if not _of_requested_version(ex, o):
+                continue
             if ex.status in MALFORMED_STATUSES:
                 if o.mode == "FAILFAST":
                     raise RuntimeError(_failfast_message(ex))
@@ -166,6 +168,14 @@ def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):
         return shared_apis if shared_apis is not None else False
 
     return scope
+
+
+def _of_requested_version(ex, options: ReadOptions) -> bool:
+    """With api and apiVersion, rows of the api at other versions are left out (their bodies do
+    not fit that version's schema); rows whose version is unknown (capture errors) stay."""
+    if options.api_version is None or ex.api_version is None or ex.api_key != options.api_key:
+        return True
+    return ex.api_version == options.api_version
 
 
 def _failfast_message(ex) -> str:

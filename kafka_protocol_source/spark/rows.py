@@ -2,23 +2,38 @@
 
 Besides the exchange's own fields, ``error_codes`` lists the distinct non-zero error codes found
 anywhere in the response (top level, per topic, per partition), so that "which requests failed
-and why" is one query even for APIs that report errors per partition.
+and why" is one query even for APIs that report errors per partition; ``error_names`` gives their
+Kafka names, and ``outcome`` says whether the exchange did what was asked: ``ok``, or
+``error_response`` when the transport was fine (status ``ok``) but the broker answered with an
+error code, or else the status itself (``malformed``, ``unanswered``, ...).
 """
 
 from __future__ import annotations
 
+from ..spec.error_codes import error_name
+
 EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
                     "response_time", "latency_ms", "api_key", "api_name", "api_version", "correlation_id",
                     "client_id", "request_size", "response_size", "status", "error", "note", "request", "response")
+OK, ERROR_RESPONSE = "ok", "error_response"
 _SKIP = frozenset({"records"})  # record batches hold no error codes; do not walk them
 
 
 def exchange_row(ex, corrupt_column: str | None = None) -> dict:
     row = {name: getattr(ex, name) for name in EXCHANGE_COLUMNS}
-    row["error_codes"] = error_codes(ex.response) if ex.response else None
+    codes = error_codes(ex.response) if ex.response else None
+    row["error_codes"] = codes
+    row["error_names"] = [error_name(c) for c in codes] if codes is not None else None
+    row["outcome"] = outcome(ex.status, codes)
     if corrupt_column:
         row[corrupt_column] = ex.raw_request if ex.raw_request is not None else ex.raw_response
     return row
+
+
+def outcome(status: str, codes: list[int] | None) -> str:
+    if status == OK and codes:
+        return ERROR_RESPONSE
+    return status
 
 
 def error_codes(body: dict) -> list[int]:

@@ -65,6 +65,7 @@ EXCHANGE_FIELDS = [
     StructField("client_id", StringType()), StructField("request_size", IntegerType()),
     StructField("response_size", IntegerType()), StructField("status", StringType()), StructField("error", StringType()),
     StructField("note", StringType()), StructField("error_codes", ArrayType(ShortType())),
+    StructField("error_names", ArrayType(StringType())), StructField("outcome", StringType()),
 ]
 
 RECORDS_VIEW = StructType([

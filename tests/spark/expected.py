@@ -20,6 +20,9 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_captures"
 TANSU_CONFLUENT = SAMPLES / "tansu_confluent_kafka_all_codecs.pcap"  # Produce v10, Fetch v16, Metadata v12
 MOCK_AIOKAFKA = SAMPLES / "mock_aiokafka_all_codecs.pcap"  # ApiVersions v0, Produce v7, Fetch v11, JoinGroup v5
 TANSU_AIOKAFKA_PCAPNG = SAMPLES / "tansu_aiokafka_all_codecs.pcapng"
+MOCK_CONFLUENT = SAMPLES / "mock_confluent_kafka_all_codecs_any_sll2.pcap"  # ApiVersions v0 and v3
+# every Produce answered with error 59 UNKNOWN_PRODUCER_ID (the broker refused the records)
+TANSU_REJECTED = SAMPLES / "tansu_kafka_python_legacy_magic1_rejected.pcap"
 TCPFLOW_DIR = SAMPLES / "tcpflow_tansu_confluent_kafka_all_codecs"
 
 

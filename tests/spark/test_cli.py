@@ -1,8 +1,18 @@
-"""The kafka-wire command, run in subprocesses (it stops its SparkSession; the shared one stays up)."""
+"""The kafka-wire command, run in subprocesses (it stops its SparkSession; the shared one stays up).
+
+Each run that starts Spark costs a JVM, so the runs are few and each is checked for several
+things: ``report`` (sections, counts, error responses as not ok), ``sql`` (several queries, every
+output format, the row-count message, --specs), ``shell`` (piped queries, an analysis error),
+FAILFAST, a file that is not a capture, and --verbose. Every run in the default mode must leave
+stderr free of Spark's log. Mistakes found before Spark starts are checked without a JVM.
+"""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -12,59 +22,180 @@ import pytest
 from kafka_protocol_source.cli import REPORT_QUERIES
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 
-from .expected import TANSU_CONFLUENT, exchanges
-
+from .expected import MOCK_CONFLUENT, TANSU_CONFLUENT, TANSU_REJECTED, exchanges
 
 KRAMMAR = DEFAULT_SPECS / "kafka.krammar"
 SQL = ("SELECT (SELECT count(*) FROM traffic WHERE api_name = 'Produce') AS produce_requests, "
        "(SELECT count(*) FROM records WHERE direction = 'produce') AS produced_records")
+SPARK_LOG = re.compile(r"WARN|log4j|\[Stage|Traceback|INFO")
 
 
-def start(*args):
+def run(*args, stdin: str | None = None, spark: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.Popen([sys.executable, "-m", "kafka_protocol_source.cli", *args, "--master", "local[1]"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def finish(process) -> subprocess.CompletedProcess:
-    out, err = process.communicate(timeout=240)
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    master = ["--master", "local[1]"] if spark else []
+    return subprocess.run([sys.executable, "-m", "kafka_protocol_source.cli", *args, *master], input=stdin,
+                          capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")
-def commands():
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cli")
+
+
+@pytest.fixture(scope="module")
+def commands(out_dir):
     """Each command once, one after the other (a JVM each; run together they only compete for the cores)."""
-    report = finish(start("report", str(TANSU_CONFLUENT)))
-    # sql decodes with the krammar rendering of the specs: the same answers prove --specs reached the reader
-    return {"report": report, "sql": finish(start("sql", str(TANSU_CONFLUENT), SQL, "--specs", str(KRAMMAR)))}
+    not_a_capture = out_dir / "notes.pcap"
+    not_a_capture.write_text("these are my notes, not a capture\n")
+    return {
+        "report": run("report", str(TANSU_CONFLUENT), str(TANSU_REJECTED)),
+        # decoded with the krammar rendering of the specs: the same answers prove --specs reached the reader
+        "sql": run("sql", str(TANSU_CONFLUENT), SQL,
+                   "SELECT api_name, correlation_id, error_codes, error_names, outcome, request FROM exchanges",
+                   "SELECT * FROM records", "SELECT * FROM exchanges",
+                   "SELECT api_name, correlation_id FROM exchanges ORDER BY api_name, correlation_id",
+                   "--specs", str(KRAMMAR), "--max-rows", "5",
+                   "--output", "-", "--output", str(out_dir / "exchanges.csv"),
+                   "--output", str(out_dir / "records.json"), "--output", str(out_dir / "exchanges.parquet"),
+                   "--output", "-"),
+        "shell": run("shell", str(TANSU_REJECTED), "--format", "json", stdin="\n".join([
+            "SELECT api_nam FROM exchanges",
+            "-- a comment, then a query over the old view name",
+            "SELECT outcome, count(*) AS n FROM traffic GROUP BY outcome ORDER BY outcome;",
+            "quit",
+            "SELECT 'not run after quit' AS x",
+        ]) + "\n"),
+        "failfast": run("sql", str(MOCK_CONFLUENT), "SELECT count(*) FROM exchanges", "--option", "mode=FAILFAST"),
+        "not_kafka": run("report", str(not_a_capture)),
+        "verbose": run("sql", str(TANSU_REJECTED), "SELECT count(*) AS n FROM records", "--verbose"),
+    }
 
 
-@pytest.fixture(scope="module")
-def report(commands):
-    return commands["report"]
+@pytest.mark.parametrize("name", ["report", "sql", "shell", "failfast", "not_kafka"])
+def test_stderr_has_no_spark_log(commands, name):
+    stderr = commands[name].stderr
+    assert not SPARK_LOG.search(stderr), stderr[-3000:]
+    assert len(stderr.splitlines()) <= 1, stderr[-3000:]
 
 
-def test_report_prints_every_section(report):
+def test_report_prints_every_section(commands):
+    report = commands["report"]
     assert report.returncode == 0, report.stderr[-3000:]
+    assert report.stderr == f"kafka-wire report: {TANSU_CONFLUENT}, {TANSU_REJECTED}\n"
     out = report.stdout
-    n = len(exchanges(TANSU_CONFLUENT))
-    connections = len({e.connection_id for e in exchanges(TANSU_CONFLUENT)})
-    assert f"{n} exchanges on {connections} connections" in out
+    both = exchanges(TANSU_CONFLUENT) + exchanges(TANSU_REJECTED)
+    connections = len({e.connection_id for e in both})
+    assert f"{len(both)} exchanges on {connections} connections" in out
     for title in REPORT_QUERIES:
         assert f"== {title} ==" in out
-    per_api = Counter(e.api_name for e in exchanges(TANSU_CONFLUENT))
-    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
-    for api, count in per_api.items():
+    section = out.split("== Requests per API ==")[1].split("==")[0]
+    lines = {line.split()[0]: line.split() for line in section.splitlines() if line.split()}
+    for api, count in Counter(e.api_name for e in both).items():
         assert lines[api][1] == str(count), (api, lines.get(api))
     assert "kw.confluent_kafka" in out  # top topics by records
 
 
-def test_sql_runs_a_query_over_traffic_and_records(commands):
+def test_report_counts_error_responses_as_not_ok(commands):
+    """The rejected capture's Produce requests were all answered 59 UNKNOWN_PRODUCER_ID; a consumer's
+    first JoinGroup is answered 79 MEMBER_ID_REQUIRED (KIP-394)."""
+    refused = [e for e in exchanges(TANSU_REJECTED) if e.api_name == "Produce"
+               and {p["error_code"] for r in e.response["responses"] for p in r["partition_responses"]} == {59}]
+    asked_for_id = [e for e in exchanges(TANSU_CONFLUENT) if e.api_name == "JoinGroup"
+                    and e.response["error_code"] == 79]
+    assert len(refused) == 4 and len(asked_for_id) == 1
+    out = commands["report"].stdout
+    per_api = out.split("== Requests per API ==")[1].split("==")[0]
+    produce = next(line for line in per_api.splitlines() if line.startswith("Produce"))
+    assert produce.split()[6] == "4" and "59 UNKNOWN_PRODUCER_ID" in produce  # not_ok, error codes
+    not_ok = out.split("== Exchanges that are not ok ==")[1]
+    assert re.search(r"^error_response\s+Produce\s+4\s+UNKNOWN_PRODUCER_ID$", not_ok, re.MULTILINE), not_ok
+    assert re.search(r"^error_response\s+JoinGroup\s+1\s+MEMBER_ID_REQUIRED$", not_ok, re.MULTILINE), not_ok
+
+
+def test_sql_runs_several_queries_into_every_format(commands, out_dir, spark):
     result = commands["sql"]
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "produce_requests" in result.stdout and "produced_records" in result.stdout
-    values = result.stdout.splitlines()[3].strip("|").split("|")
-    assert [v.strip() for v in values] == ["5", "30"]
+    assert result.stderr == ""
+    first, last = result.stdout.split("\n\n")
+    assert first.splitlines()[0].split() == ["produce_requests", "produced_records"]
+    assert first.splitlines()[2].split() == ["5", "30"] and first.splitlines()[3] == "(1 row)"
+
+    n = len(exchanges(TANSU_CONFLUENT))
+    shown = last.splitlines()
+    assert len(shown) == 2 + 5 + 1
+    assert shown[-1] == f"({n} rows, {n - 5} not shown: --max-rows 0 shows all, --format csv or json writes all)"
+
+    with open(out_dir / "exchanges.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == n
+    join = [r for r in rows if r["api_name"] == "JoinGroup" and r["error_codes"] != "[]"]
+    assert join and all(json.loads(r["error_names"]) == ["MEMBER_ID_REQUIRED"] and json.loads(r["error_codes"]) == [79]
+                        and r["outcome"] == "error_response" for r in join)
+    produce = next(r for r in rows if r["api_name"] == "Produce")
+    assert json.loads(produce["request"])["topic_data"][0]["name"] == "kw.confluent_kafka"
+
+    records = [json.loads(line) for line in (out_dir / "records.json").read_text().splitlines()]
+    produced = [r for r in records if r["direction"] == "produce"]
+    assert len(produced) == 30 and all(r["topic"] == "kw.confluent_kafka" for r in produced)
+
+    parquet = spark.read.parquet(str(out_dir / "exchanges.parquet"))
+    assert parquet.count() == n
+    assert parquet.columns == spark.read.format("kafka-wire").load(str(TANSU_CONFLUENT)).columns
+
+
+def test_shell_reads_piped_queries_and_goes_on_after_an_error(commands):
+    result = commands["shell"]
+    assert result.returncode == 2  # the first failure: a query that does not analyse
+    error = result.stderr.strip()
+    assert error.startswith("kafka-wire: [UNRESOLVED_COLUMN.WITH_SUGGESTION]") and "Did you mean" in error
+    assert "`api_name`" in error and "\n" not in error
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    expected = Counter("error_response" if e.status == "ok" and e.api_name == "Produce" else e.status
+                       for e in exchanges(TANSU_REJECTED))
+    assert rows == [{"outcome": k, "n": v} for k, v in sorted(expected.items())]
+
+
+def test_failfast_is_one_line_and_exit_code_1(commands):
+    result = commands["failfast"]
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert re.fullmatch(r"kafka-wire: \[MALFORMED_RECORD_IN_PARSING\] kafka-wire \(mode FAILFAST\): \S+"
+                        r"mock_confluent_kafka_all_codecs_any_sll2.pcap: packet \d+, .*\n", result.stderr)
+
+
+def test_verbose_gives_spark_its_log_back(commands):
+    result = commands["verbose"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "log4j" in result.stderr  # Spark's "Using Spark's default log4j profile" banner
+    assert result.stdout.splitlines()[2].split() == ["24"]
+
+
+def test_a_file_that_is_not_a_capture_exits_3(commands, out_dir):
+    result = commands["not_kafka"]
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"kafka-wire: no Kafka traffic in {out_dir / 'notes.pcap'} (1 row, e.g. "
+                                    "capture_error: not a pcap, pcapng or Kafka stream dump")
+
+
+# -- mistakes found before Spark starts: no JVM -----------------------------------------------
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["report", str(TANSU_CONFLUENT), "--option", "mdoe=FAILFAST"], "kafka-wire: unknown option 'mdoe': did you mean 'mode'?"),
+    (["sql", str(TANSU_CONFLUENT), "SELECT 1", "--prots", "9092"],
+     "kafka-wire: unrecognized arguments: --prots 9092 (did you mean --ports?) (see kafka-wire --help)"),
+    (["sql", "no/such/capture.pcap", "SELECT 1"], "kafka-wire: [PATH_NOT_FOUND] Path does not exist: no/such/capture.pcap"),
+    (["sql", str(TANSU_CONFLUENT), "SELECT 1", "--output", "a.csv", "--format", "json"],
+     "kafka-wire: --output a.csv is written as csv, not as --format json"),
+])
+def test_usage_mistakes_are_one_line_and_exit_code_2(args, message):
+    result = run(*args, spark=False)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message + "\n")
+
+
+def test_version():
+    result = run("--version", spark=False)
+    assert (result.returncode, result.stdout.strip()) == (0, "kafka-wire 0.1.0")
 
 
 def test_without_java_one_clear_line_and_exit_code_2(tmp_path):

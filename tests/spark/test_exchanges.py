@@ -8,7 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, ShortType, StringType, StructField, StructType
 
-from .expected import SAMPLES, TANSU_CONFLUENT, capture_names, exchanges
+from .expected import SAMPLES, TANSU_CONFLUENT, TANSU_REJECTED, capture_names, exchanges
 
 
 def test_counts_per_api_key_equal_read_capture(spark):
@@ -59,3 +59,17 @@ def test_user_schema_with_a_subset_of_columns(spark):
     expected = spark.createDataFrame(
         [(e.status, e.api_name, e.correlation_id, e.latency_ms) for e in exchanges(TANSU_CONFLUENT)], df.schema)
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_error_responses_are_named_and_not_ok(spark):
+    """Every Produce of this capture was refused with 59 UNKNOWN_PRODUCER_ID (Kafka's Errors.java)."""
+    df = spark.read.format("kafka-wire").load(str(TANSU_REJECTED))
+    produce = df.where("api_name = 'Produce'").select("status", "error_codes", "error_names", "outcome").collect()
+    assert len(produce) == sum(e.api_name == "Produce" for e in exchanges(TANSU_REJECTED)) == 4
+    for row in produce:
+        assert (row.status, row.error_codes, row.error_names, row.outcome) == \
+            ("ok", [59], ["UNKNOWN_PRODUCER_ID"], "error_response")
+    others = df.where("api_name <> 'Produce' OR api_name IS NULL").select("status", "error_codes", "outcome").collect()
+    assert others
+    for row in others:
+        assert row.outcome == ("error_response" if row.status == "ok" and row.error_codes else row.status)

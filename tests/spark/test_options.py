@@ -19,6 +19,9 @@ CASES = [
     ({"ports": "9092,kafka"}, r"ports must be comma-separated integers, not '9092,kafka'"),
     ({"splitSize": "0"}, r"splitsize must be at least 1"),
     ({"detectKafka": "yes"}, r"detectkafka must be true or false"),
+    ({"port": "9093"}, r"unknown option 'port': did you mean 'ports'\?"),
+    ({"mdoe": "FAILFAST"}, r"unknown option 'mdoe': did you mean 'mode'\?"),
+    ({"compression": "gzip"}, r"unknown option 'compression' \(known options: path, paths, view, api"),
 ]
 
 

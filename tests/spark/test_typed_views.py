@@ -14,7 +14,7 @@ from pyspark.sql.types import ArrayType, StructType
 from kafka_protocol_source import decoder_for
 from kafka_protocol_source.spark.schema import typed_body_type
 
-from .expected import MOCK_AIOKAFKA, TANSU_CONFLUENT, by_exchange
+from .expected import MOCK_AIOKAFKA, MOCK_CONFLUENT, TANSU_CONFLUENT, by_exchange, exchanges
 
 
 def assert_body_equal(actual, decoded, path="body"):
@@ -196,6 +196,19 @@ def test_api_version_narrows_the_schema_to_that_version(spark):
         e = expected[row.connection_id, row.correlation_id]
         assert_body_equal(row.request, e.request)
         assert_body_equal(row.response, e.response)
+
+
+def test_api_version_returns_only_rows_of_that_version(spark):
+    """librdkafka asks ApiVersions at v3, is answered at v0 and asks again: both versions are in the capture."""
+    versions = {e.api_version for e in exchanges(MOCK_CONFLUENT) if e.api_name == "ApiVersions"}
+    assert versions == {0, 3}
+    df = spark.read.format("kafka-wire").option("api", "ApiVersions").option("apiVersion", 3).load(str(MOCK_CONFLUENT))
+    rows = df.select("connection_id", "correlation_id", "api_version", "request", "response").collect()
+    expected = {(e.connection_id, e.correlation_id): e for e in exchanges(MOCK_CONFLUENT)
+                if e.api_name == "ApiVersions" and e.api_version == 3}
+    assert sorted((r.connection_id, r.correlation_id) for r in rows) == sorted(expected)
+    for row in rows:
+        assert_body_equal(row.request, expected[row.connection_id, row.correlation_id].request)
 
 
 def test_api_by_key_equals_api_by_name(spark):

@@ -1,0 +1,140 @@
+"""``kafka-wire``: checks the command line, starts Spark, runs the command, turns failures into exit codes.
+
+Everything that can be checked without a JVM (flags, read options, specs, paths, Java itself) is
+checked first, so a mistake costs no Spark start. Exit codes are in ``errors.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+import traceback
+
+from .args import Command, parse_command
+from .errors import FAILED, NO_KAFKA, OK, USAGE, UsageError, describe
+from .output import write
+from .progress import InputSize, NoProgress, ProgressPrinter, spark_stages
+from .report import print_report
+from .session import SessionError, start_session
+from .shell import run_shell
+from .views import no_kafka_message, register_views, summarize
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        command = parse_command(argv)
+        size = _check_before_spark(command)
+    except UsageError as e:
+        _fail(str(e))
+        return USAGE
+    _use_utc()
+    try:
+        spark, jvm_log = start_session(command.master, command.verbose)
+    except SessionError as e:
+        _fail(f"{e}: {e.__cause__}")
+        for line in e.log_tail:
+            sys.stderr.write(f"  {line}\n")
+        return FAILED
+    progress = (ProgressPrinter(sys.stderr, spark_stages(spark), size) if command.progress else NoProgress()).start()
+    try:
+        return _run(spark, command, progress)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - every failure ends as one line and an exit code
+        failure = describe(e)
+        progress.stop()
+        if command.verbose:
+            traceback.print_exc()
+        _fail(failure.message)
+        if not failure.expected and jvm_log is not None:
+            _fail("run again with --verbose for Spark's log and the Python traceback")
+        return failure.code
+    finally:
+        progress.stop()
+        spark.stop()
+
+
+def _run(spark, command: Command, progress) -> int:
+    register_views(spark, command.paths, command.options)
+    summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
+    if summary.kafka == 0:
+        message = no_kafka_message(command.paths, summary, command.options["ports"])
+        if command.name != "shell":
+            progress.stop()
+            _fail(message)
+            return NO_KAFKA
+        with progress.paused():
+            sys.stderr.write(f"kafka-wire: warning: {message}\n")
+    quiet = terminal_quiet(progress, sys.stdout)
+    if command.name == "report":
+        with progress.paused():
+            sys.stderr.write(f"kafka-wire report: {', '.join(command.paths)}\n")
+        print_report(spark, summary, command.top, sys.stdout, quiet)
+        return OK
+    if command.name == "shell":
+        return run_shell(spark, sys.stdin, sys.stdout, sys.stderr, command.format, command.max_rows, progress, quiet)
+    for i, (query, destination) in enumerate(zip(command.queries, command.destinations)):
+        df = spark.sql(query)
+        if i and destination.path is None:
+            with quiet():
+                sys.stdout.write("\n")
+        write(df, destination, sys.stdout, command.max_rows, quiet)
+    return OK
+
+
+def terminal_quiet(progress, stdout):
+    """What to hold while results go to ``stdout``: the progress line is paused if both share a terminal."""
+    return progress.paused if stdout.isatty() else contextlib.nullcontext
+
+
+def _check_before_spark(command: Command) -> InputSize:
+    """Flags, options, specs, paths and Java; returns the input's size for the progress line."""
+    if command.options.get("specs"):
+        from ..spec.registry import registry_for  # noqa: PLC0415
+
+        try:  # a definition error is one line naming line and column, not a JVM stack trace
+            registry_for(command.options["specs"])
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--specs: {e}") from e
+    from ..spark.options import OptionError, ReadOptions  # noqa: PLC0415 - imports pyspark (no JVM)
+    from ..spark.partition_reader import plan_partitions  # noqa: PLC0415
+    from ..spark.paths import expand  # noqa: PLC0415
+
+    try:
+        options = ReadOptions.parse({**command.options, "paths": _json_list(command.paths)})
+        files = expand(options.paths, options.recursive, options.glob_filter)
+    except (OptionError, FileNotFoundError) as e:
+        raise UsageError(str(e)) from e
+    if not files:
+        raise UsageError(f"no capture files in {', '.join(command.paths)}")
+    if not _java_available():
+        raise UsageError("Spark needs Java (17 or newer): install a JDK, e.g. "
+                         "'apt-get install openjdk-17-jre-headless', or set JAVA_HOME.")
+    return InputSize(len(files), sum(os.path.getsize(f) for f in files), len(plan_partitions(files, options.split_size)))
+
+
+def _json_list(paths: list[str]) -> str:
+    import json  # noqa: PLC0415
+
+    return json.dumps(paths)
+
+
+def _java_available() -> bool:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return True
+    return shutil.which("java") is not None
+
+
+def _use_utc() -> None:
+    """PySpark hands timestamps over as naive datetimes in the process's time zone: make it UTC."""
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"kafka-wire: {message}\n")
+    sys.stderr.flush()

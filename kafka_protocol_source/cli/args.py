@@ -1,0 +1,157 @@
+"""The command line: sub-commands, their options, and what they mean once checked.
+
+    kafka-wire report PATH... [--top 10]
+    kafka-wire sql PATH... "QUERY" ["QUERY"...] [--format table|csv|json] [--output FILE|DIR]...
+    kafka-wire shell PATH...
+    kafka-wire --version
+
+Usage mistakes end the command with one line and exit code 2, and a misspelled flag is
+answered with the closest one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+
+from .errors import USAGE, UsageError
+from .output import DEFAULT_MAX_ROWS, FORMATS, Destination, destination_for
+
+PATHS_HELP = "pcap/pcapng files (.gz too), stream dumps, directories, globs"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but an error is one line, with the closest flag for an unknown one."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments:"):
+            flags = sorted(_flags(self))
+            for arg in message.split(":", 1)[1].split():
+                close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1) if arg.startswith("-") else []
+                if close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
+        self.exit(USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag of ``parser`` and its sub-commands (the top parser reports their unknown flags)."""
+    flags = set()
+    for action in parser._actions:
+        flags.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _flags(sub)
+    return flags
+
+
+def version() -> str:
+    try:
+        return metadata.version("kafka-wire")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kafka-wire", description="Kafka traffic in packet captures, as tables.")
+    parser.add_argument("--version", action="version", version=f"kafka-wire {version()}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--ports", default="9092", help="broker ports, comma-separated (default 9092)")
+    common.add_argument("--specs", help="message definitions to decode with: a directory of Kafka JSON files "
+                                        "or a krammar file (default: the bundled specs)")
+    common.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="any other kafka-wire read option (repeatable)")
+    common.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    common.add_argument("--verbose", action="store_true",
+                        help="Spark's own log and progress bars (and web UI) instead of the quiet defaults")
+    common.add_argument("--no-progress", action="store_true",
+                        help="no progress line on stderr (it is shown only when stderr is a terminal)")
+    results = argparse.ArgumentParser(add_help=False)
+    results.add_argument("--format", choices=FORMATS,
+                         help="how to print results: table (default), csv or json (JSON lines)")
+    results.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS, metavar="N",
+                         help=f"table format: show at most N rows, then say how many were left out "
+                              f"(default {DEFAULT_MAX_ROWS}; 0: all)")
+
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    report = sub.add_parser("report", parents=[common], help="print a traffic summary of the captures")
+    report.add_argument("paths", nargs="+", help=PATHS_HELP)
+    report.add_argument("--top", type=int, default=10, help="how many topics to list")
+    sql = sub.add_parser("sql", parents=[common, results],
+                         help="run SQL over the views exchanges and records (several queries: one session)")
+    sql.add_argument("args", nargs="+", metavar="PATH_OR_QUERY", help=f"{PATHS_HELP}, then one or more queries")
+    sql.add_argument("--output", action="append", default=[], metavar="FILE_OR_DIR",
+                     help="write the result there instead of stdout: .csv, .json/.jsonl, or Parquet for a "
+                          "path ending in .parquet or a directory; - is stdout (one --output per query)")
+    shell = sub.add_parser("shell", parents=[common, results],
+                           help="read queries from stdin, one per line, over one Spark session")
+    shell.add_argument("paths", nargs="+", help=PATHS_HELP)
+    return parser
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    paths: list[str]
+    options: dict  # read options for the kafka-wire source
+    master: str
+    verbose: bool
+    progress: bool
+    top: int = 10
+    queries: list[str] = field(default_factory=list)
+    destinations: list[Destination] = field(default_factory=list)
+    format: str = "table"
+    max_rows: int = DEFAULT_MAX_ROWS
+
+
+def parse_command(argv: list[str] | None) -> Command:
+    args = build_parser().parse_args(argv)
+    options = {"ports": args.ports, **({"specs": args.specs} if args.specs else {})}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {item!r}: write KEY=VALUE, e.g. --option mode=FAILFAST")
+        if key.lower() == "view":
+            raise UsageError("--option view: the command registers both views, exchanges and records")
+        options[key] = value
+    common = dict(options=options, master=args.master, verbose=args.verbose,
+                  progress=not args.no_progress and not args.verbose and sys.stderr.isatty())
+    if args.command == "report":
+        return Command("report", args.paths, top=args.top, **common)
+    if args.max_rows < 0:
+        raise UsageError("--max-rows must be 0 (all) or more")
+    if args.command == "shell":
+        return Command("shell", args.paths, format=args.format or "table", max_rows=args.max_rows, **common)
+    paths, queries = split_paths_and_queries(args.args)
+    if args.output and len(args.output) != len(queries):
+        raise UsageError(f"{len(queries)} quer{'y' if len(queries) == 1 else 'ies'} and {len(args.output)} "
+                         f"--output: give one --output per query, or none")
+    try:
+        destinations = [destination_for(args.output[i] if args.output else None, args.format)
+                        for i in range(len(queries))]
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    return Command("sql", paths, queries=queries, destinations=destinations, format=args.format or "table",
+                   max_rows=args.max_rows, **common)
+
+
+def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:
+    """Paths first, then queries: the first argument that is not a file and has a space starts the queries."""
+    for i, arg in enumerate(args):
+        if _looks_like_query(arg):
+            paths, queries = args[:i], args[i:]
+            break
+    else:
+        paths, queries = args[:-1], args[-1:]
+    if not paths or not queries:
+        raise UsageError("sql needs one or more paths, then one or more queries: "
+                         "kafka-wire sql capture.pcap \"SELECT api_name, count(*) FROM exchanges GROUP BY 1\"")
+    return paths, queries
+
+
+def _looks_like_query(arg: str) -> bool:
+    return any(c.isspace() for c in arg.strip()) and not os.path.exists(arg)

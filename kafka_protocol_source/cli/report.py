@@ -1,0 +1,67 @@
+"""``kafka-wire report``: a traffic summary of the captures, as plain-text tables.
+
+An exchange counts as not ok when its ``outcome`` is not ``ok``: a transport problem (its
+``status``) or a response carrying an error code (``error_response``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..spec.error_codes import error_name
+from .output import render_table
+from .views import Summary
+
+REPORT_QUERIES = {
+    "Requests per API": """
+        SELECT api_name AS api, count(*) AS requests,
+               concat_ws(',', transform(array_sort(collect_set(api_version)), v -> cast(v AS string))) AS versions,
+               count(DISTINCT client_id) AS clients,
+               round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
+               count_if(outcome <> 'ok') AS not_ok,
+               array_sort(array_distinct(flatten(collect_list(coalesce(error_codes, array()))))) AS error_codes
+        FROM exchanges WHERE api_name IS NOT NULL GROUP BY api_name ORDER BY requests DESC, api""",
+    "Requests per client id": """
+        SELECT coalesce(client_id, '(none)') AS client_id, count(*) AS requests,
+               count(DISTINCT api_name) AS apis, count(DISTINCT client_address) AS connections_from,
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms
+        FROM exchanges WHERE api_name IS NOT NULL GROUP BY 1 ORDER BY requests DESC, client_id""",
+    "Top topics by records": """
+        SELECT coalesce(topic, topic_id, '(unknown)') AS topic,
+               sum(CASE WHEN direction = 'produce' THEN 1 ELSE 0 END) AS produced,
+               sum(CASE WHEN direction = 'produce' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
+                   AS produced_bytes,
+               sum(CASE WHEN direction = 'fetch' THEN 1 ELSE 0 END) AS fetched,
+               sum(CASE WHEN direction = 'fetch' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
+                   AS fetched_bytes
+        FROM records GROUP BY 1 ORDER BY produced + fetched DESC, topic LIMIT {top}""",
+    "Exchanges that are not ok": """
+        SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,
+               first(coalesce(error, array_join(error_names, ', ')), true) AS example
+        FROM exchanges WHERE outcome <> 'ok' GROUP BY outcome, api_name ORDER BY exchanges DESC, outcome, api""",
+}
+
+
+def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullcontext) -> None:
+    """Each section is queried, then printed inside ``quiet()``."""
+    with quiet():
+        out.write(f"\n{summary.describe()}\n\n")
+        out.flush()
+    for title, query in REPORT_QUERIES.items():
+        rows = spark.sql(query.format(top=top)).collect()
+        with quiet():
+            out.write(f"== {title} ==\n")
+            out.write((report_table([r.asDict() for r in rows]) if rows else "(none)") + "\n\n")
+            out.flush()
+
+
+def report_table(rows: list[dict]) -> str:
+    def cell(key, value):
+        if key == "error_codes" and value is not None:
+            return ", ".join(f"{c} {error_name(c)}" for c in value) or "-"
+        return "-" if value is None else str(value)
+
+    keys = list(rows[0])
+    numeric = [all(isinstance(r[k], (int, float)) for r in rows if r[k] is not None) for k in keys]
+    return render_table(keys, [[cell(k, r[k]) for k in keys] for r in rows], numeric)

@@ -1,0 +1,66 @@
+"""The SQL views the command registers over the captures, and what they hold at a glance.
+
+``exchanges`` (one row per request/response, cached: every command reads it at least once),
+``records`` (one row per record produced or fetched) and ``traffic``, the name ``exchanges``
+had before the README's names were used, kept so that existing queries still run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXCHANGES, RECORDS = "exchanges", "records"
+ALIASES = {"traffic": EXCHANGES}
+# options that shape the exchanges view only (a typed api, a subset of apis); records need their own
+EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis"})
+
+
+@dataclass(frozen=True)
+class Summary:
+    exchanges: int  # rows of the exchanges view
+    kafka: int  # rows that are Kafka (an api was identified)
+    connections: int
+    not_ok: int  # rows whose outcome is not ok
+    first: object  # first request time (UTC)
+    last: object
+    problem: str | None  # what a row that is not Kafka says, e.g. why the file did not read
+
+    def describe(self) -> str:
+        text = (f"{self.exchanges} exchanges on {self.connections} connections, "
+                f"{self.first} .. {self.last} UTC")
+        return text + (f"; {self.not_ok} not ok" if self.not_ok else "")
+
+
+def register_views(spark, paths: list[str], options: dict) -> None:
+    def load(options):
+        reader = spark.read.format("kafka-wire")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load(paths if len(paths) > 1 else paths[0])
+
+    exchanges = load(options).cache()
+    exchanges.createOrReplaceTempView(EXCHANGES)
+    for alias in ALIASES:
+        exchanges.createOrReplaceTempView(alias)
+    records = {k: v for k, v in options.items() if k.lower() not in EXCHANGES_ONLY_OPTIONS}
+    load({**records, "view": RECORDS}).createOrReplaceTempView(RECORDS)
+
+
+def summarize(spark) -> Summary:
+    row = spark.sql(f"""
+        SELECT count(*) AS exchanges, count(api_key) AS kafka, count(DISTINCT connection_id) AS connections,
+               count_if(outcome <> 'ok') AS not_ok,
+               min(request_time) AS first, max(coalesce(response_time, request_time)) AS last,
+               first(CASE WHEN api_key IS NULL THEN concat(status, ': ', coalesce(error, note, '')) END, true)
+                   AS problem
+        FROM {EXCHANGES}""").first()
+    return Summary(**row.asDict())
+
+
+def no_kafka_message(paths: list[str], summary: Summary, ports: str) -> str:
+    where = ", ".join(paths)
+    if summary.exchanges == 0:
+        return (f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, "
+                f"others found by decoding first requests); name the brokers' ports with --ports")
+    rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
+    return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"

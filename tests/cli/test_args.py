@@ -1,0 +1,59 @@
+"""The command line, checked without starting Spark."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_protocol_source.cli.args import parse_command, split_paths_and_queries
+from kafka_protocol_source.cli.errors import UsageError
+from kafka_protocol_source.cli.output import PARQUET, Destination
+
+
+def test_paths_then_queries(tmp_path):
+    capture = tmp_path / "with space.pcap"
+    capture.write_bytes(b"")
+    args = [str(capture), "captures/*.pcap", "SELECT 1", "SHOW TABLES"]
+    assert split_paths_and_queries(args) == ([str(capture), "captures/*.pcap"], ["SELECT 1", "SHOW TABLES"])
+
+
+def test_a_single_query_without_spaces_is_still_the_last_argument():
+    assert split_paths_and_queries(["a.pcap", "b.pcap", "q"]) == (["a.pcap", "b.pcap"], ["q"])
+
+
+@pytest.mark.parametrize("args", [["SELECT 1"], ["only.pcap"]])
+def test_sql_needs_a_path_and_a_query(args):
+    with pytest.raises(UsageError, match="sql needs one or more paths, then one or more queries"):
+        split_paths_and_queries(args)
+
+
+def test_one_output_per_query():
+    command = parse_command(["sql", "a.pcap", "SELECT 1", "SELECT 2", "--output", "-", "--output", "x.parquet"])
+    assert command.queries == ["SELECT 1", "SELECT 2"]
+    assert command.destinations == [Destination("table"), Destination(PARQUET, "x.parquet")]
+    with pytest.raises(UsageError, match="2 queries and 1 --output: give one --output per query"):
+        parse_command(["sql", "a.pcap", "SELECT 1", "SELECT 2", "--output", "x.csv"])
+
+
+def test_options_reach_the_reader():
+    command = parse_command(["report", "a.pcap", "--ports", "9093", "--option", "mode=FAILFAST", "--specs", "s"])
+    assert command.options == {"ports": "9093", "specs": "s", "mode": "FAILFAST"}
+    with pytest.raises(UsageError, match="write KEY=VALUE"):
+        parse_command(["report", "a.pcap", "--option", "mode"])
+    with pytest.raises(UsageError, match="registers both views"):
+        parse_command(["report", "a.pcap", "--option", "VIEW=records"])
+
+
+def test_bad_flags_exit_2_with_the_closest_flag(capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_command(["sql", "a.pcap", "SELECT 1", "--fromat", "csv"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "kafka-wire: unrecognized arguments: --fromat csv (did you mean --format?) " \
+                          "(see kafka-wire --help)"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_command(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == "kafka-wire 0.1.0"
