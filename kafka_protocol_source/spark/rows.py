@@ -7,10 +7,11 @@ and why" is one query even for APIs that report errors per partition.
 
 from __future__ import annotations
 
+from ..views.outcomes import error_codes
+
 EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
                     "response_time", "latency_ms", "api_key", "api_name", "api_version", "correlation_id",
                     "client_id", "request_size", "response_size", "status", "error", "note", "request", "response")
-_SKIP = frozenset({"records"})  # record batches hold no error codes; do not walk them
 
 
 def exchange_row(ex, corrupt_column: str | None = None) -> dict:
@@ -19,20 +20,3 @@ def exchange_row(ex, corrupt_column: str | None = None) -> dict:
     if corrupt_column:
         row[corrupt_column] = ex.raw_request if ex.raw_request is not None else ex.raw_response
     return row
-
-
-def error_codes(body: dict) -> list[int]:
-    found: set[int] = set()
-    stack = [body]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            for key, v in value.items():
-                if key == "error_code":
-                    if v:
-                        found.add(v)
-                elif key not in _SKIP and isinstance(v, (dict, list)):
-                    stack.append(v)
-        elif isinstance(value, list):
-            stack.extend(v for v in value if isinstance(v, (dict, list)))
-    return sorted(found)
