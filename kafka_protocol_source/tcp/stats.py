@@ -133,12 +133,13 @@ class _Tracker:
         fwd.packets += 1
         fwd.payload_bytes += seglen
         self._handshake(seg, ns, flags)
+        if (flags & ACK and seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq
+                and seg.ack == fwd.lastack):
+            fwd.dupacks += 1  # (Wireshark also wants an unchanged window; segments do not carry it)
+        else:
+            fwd.dupacks = 0
         self._classify(fwd, rev, seg.seq, seglen, flags, ns)
         if flags & ACK:
-            if seglen == 0 and not flags & (SYN | FIN | RST) and fwd.lastack == seg.ack:
-                fwd.dupacks += 1  # (Wireshark also wants an unchanged window; segments do not carry it)
-            else:
-                fwd.dupacks = 0
             fwd.lastack, fwd.lastack_ns = seg.ack, ns
 
     def _handshake(self, seg: TcpSegment, ns: int, flags: int) -> None:
