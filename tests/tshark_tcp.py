@@ -3,7 +3,7 @@
 One tshark run per capture gives, per ``tcp.stream``: frames and ``tcp.len`` bytes per sending
 endpoint, how many of its frames tshark flags ``tcp.analysis.retransmission`` (which includes fast
 and spurious retransmissions), ``tcp.analysis.out_of_order`` and ``tcp.analysis.lost_segment``,
-its ``tcp.analysis.initial_rtt``, first and last frame times, and ``-z conv,tcp``'s frame counts.
+its FIN and RST frames, its ``tcp.analysis.initial_rtt``, first and last frame times, and ``-z conv,tcp``'s frame counts.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 TSHARK = shutil.which("tshark")
 _FIELDS = ("tcp.stream", "frame.time_epoch", "ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport",
            "tcp.len", "tcp.analysis.retransmission", "tcp.analysis.out_of_order", "tcp.analysis.lost_segment",
-           "tcp.analysis.initial_rtt")
+           "tcp.analysis.initial_rtt", "tcp.flags.fin", "tcp.flags.reset")
 
 
 @dataclass
@@ -28,6 +28,8 @@ class SideFacts:
     retransmissions: int = 0
     out_of_order: int = 0
     lost_segments: int = 0
+    fins: int = 0
+    resets: int = 0
 
 
 @dataclass
@@ -57,7 +59,8 @@ def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     streams: dict[int, StreamFacts] = {}
     for line in out.splitlines():
-        (stream, epoch, src4, src6, sport, dst4, dst6, dport, length, retrans, ooo, lost, irtt) = line.split("\t")
+        (stream, epoch, src4, src6, sport, dst4, dst6, dport, length, retrans, ooo, lost, irtt, fin,
+         rst) = line.split("\t")
         facts = streams.setdefault(int(stream), StreamFacts(int(stream), first_ns=_ns(epoch)))
         facts.last_ns = _ns(epoch)
         if irtt and facts.initial_rtt_ns is None:
@@ -68,6 +71,8 @@ def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
         side.retransmissions += bool(retrans)
         side.out_of_order += bool(ooo)
         side.lost_segments += bool(lost)
+        side.fins += fin in ("1", "True")
+        side.resets += rst in ("1", "True")
     return tuple(streams[k] for k in sorted(streams))
 
 

@@ -20,6 +20,7 @@ from .arrow import BatchBuilder
 from .options import ReadOptions
 from .records_view import TopicNames, record_rows
 from .rows import exchange_row
+from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
 MAX_SPLITS_PER_FILE = 64
@@ -113,14 +114,21 @@ class PartitionReader:
     def _rows(self, partition: CapturePartition):
         o = self.options
         records_view = o.view == "records"
+        derived = o.view in DERIVED_VIEWS
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
+        shared = TOPIC_NAMING_APIS if records_view else None
+        if derived:
+            apis, shared = apis_needed(o.view, self.apis), shared_apis(o.view)
         paths = partition.paths
         exchanges = read_capture(list(paths), ports=o.ports, detect_kafka=o.detect_kafka,
                                  max_frame_size=o.max_frame_size, max_buffered_bytes=o.max_buffered_bytes,
                                  specs=o.specs, apis=apis, window_ns=self.window,
                                  connection_slice=(partition.index, partition.count),
-                                 shared_apis=TOPIC_NAMING_APIS if records_view else None,
+                                 shared_apis=shared,
                                  packet_limits=partition.limits)
+        if derived:  # batch only (see source.streamReader): every exchange of the session is new
+            yield from derived_rows(o.view, (ex for ex in exchanges if self._mode_keeps(ex)), paths, o)
+            return
         emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
@@ -129,16 +137,22 @@ class PartitionReader:
                 if records_view:
                     names.learn(ex)  # topic ids named in the tail re-read still name later Fetches
                 continue
-            if ex.status in MALFORMED_STATUSES:
-                if o.mode == "FAILFAST":
-                    raise RuntimeError(_failfast_message(ex))
-                if o.mode == "DROPMALFORMED":
-                    continue
+            if not self._mode_keeps(ex):
+                continue
             if records_view:
                 names.learn(ex)
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+    def _mode_keeps(self, ex) -> bool:
+        """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""
+        if ex.status in MALFORMED_STATUSES:
+            if self.options.mode == "FAILFAST":
+                raise RuntimeError(_failfast_message(ex))
+            if self.options.mode == "DROPMALFORMED":
+                return False
+        return True
 
 
 def _failfast_message(ex) -> str:
