@@ -92,6 +92,7 @@ class _Classic:
 
     def _join(self, ex, group, req, resp) -> None:
         member_id = req.get("member_id") or ""
+        joining = member_id or resp.get("member_id") or None  # a new member's id is in the answer (KIP-394)
         rebalance = self.rebalancing.get(group)
         if rebalance is None:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
@@ -99,11 +100,11 @@ class _Classic:
             current = self.current.get(group)
             if current is not None:
                 why = "member_rejoined" if member_id in current.members else "member_joined"
-                current.end(why, ex.request_time, member_id or None)
+                current.end(why, ex.request_time, joining)
         if req.get("protocol_type"):
             self.protocol_types[group] = req["protocol_type"]
         code = resp.get("error_code") if ex.response is not None else None
-        rebalance.step(ex, member_id or resp.get("member_id"), code)
+        rebalance.step(ex, joining, code)
         if code != 0 or resp.get("generation_id", -1) < 0:
             return
         generation = self._generation(group, resp["generation_id"], rebalance, ex)
