@@ -9,7 +9,8 @@ leader's lists every member and its subscription), assignments from the SyncGrou
 ConsumerProtocolAssignment here when the decoder could not know the group's protocol type: a
 SyncGroup request older than v5 does not carry it). A generation ends when a member leaves, a
 member (re)joins, the coordinator answers ``REBALANCE_IN_PROGRESS`` or fences a member, or the
-capture ends. KIP-848 groups (ConsumerGroupHeartbeat) are read by ``group_epochs``.
+capture ends. KIP-848 groups (ConsumerGroupHeartbeat) are read by ``group_epochs``. A group is
+one group id at one coordinator.
 
 Exchanges are taken in request-time order (a rebalance spans connections). Owns the row shape
 (``GROUP_COLUMNS``); error names come from ``spec.error_codes``.
@@ -56,18 +57,29 @@ class GroupsBuilder:
             self.exchanges.append(ex)
 
     def rows(self) -> Iterator[dict]:
+        # A group is named within its cluster: the same group id at two coordinators (two clusters
+        # in one capture, or rotated files of different sessions read as one) is two groups.
+        by_coordinator: dict[str | None, list] = {}
+        for ex in sorted(self.exchanges, key=by_time):
+            by_coordinator.setdefault(ex.broker_address, []).append(ex)
+        generations = []
+        for exchanges in by_coordinator.values():
+            generations += self._generations(exchanges)
+        generations.sort(key=lambda g: (g.group_id, g.sort_time(), g.generation_id if g.generation_id is not None else -1,
+                                        g.coordinator or ""))
+        return (g.row() for g in generations)
+
+    def _generations(self, exchanges: list) -> list[Generation]:
         classic = _Classic(self.decoder, self.names)
         epochs = EpochTracker(self.names)
-        for ex in sorted(self.exchanges, key=by_time):
+        for ex in exchanges:
             if ex.api_key == CONSUMER_GROUP_HEARTBEAT:
                 epochs.heartbeat(ex)
             elif ex.api_key == OFFSET_COMMIT and epochs.knows((ex.request or {}).get("group_id")):
                 epochs.commit(ex)
             else:
                 classic.take(ex)
-        generations = classic.finish() + epochs.finish()
-        generations.sort(key=lambda g: (g.group_id, g.sort_time(), g.generation_id if g.generation_id is not None else -1))
-        return (g.row() for g in generations)
+        return classic.finish() + epochs.finish()
 
 
 class _Classic:

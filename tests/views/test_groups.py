@@ -210,3 +210,15 @@ def test_kip_848_epochs_with_assignments_named_from_metadata():
         "a-1": ([0], ["t"]), "b-1": ([1], ["t"])}
     assert second["committed"] == [{"topic": "t", "partition": 0, "offset": 5}]
     assert (second["ended"], second["ended_member"], second["ended_time"]) == ("member_left", "b-1", leave.request_time)
+
+
+def test_one_group_id_at_two_coordinators_is_two_groups():
+    """Regression: the sample folder read as one stitched session (its files were recorded within a
+    minute of each other) once made mock aiokafka's join end Tansu aiokafka's generation."""
+    from kafka_protocol_source import read_capture  # noqa: PLC0415
+
+    tansu, mock = sample("tansu_aiokafka_all_codecs"), sample("mock_aiokafka_all_codecs")
+    both = read_capture([tansu.path, mock.path], ports=[tansu.broker_port, mock.broker_port])
+    got = {(r["coordinator"], r["generation_id"], r["ended"]) for r in group_rows(both)}
+    assert got == {(f"127.0.0.1:{tansu.broker_port}", 0, "end_of_capture"),
+                   (f"127.0.0.1:{mock.broker_port}", 2, "member_left")}
