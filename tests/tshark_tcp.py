@@ -50,7 +50,7 @@ def _ns(epoch: str) -> int:
     return int(seconds) * 10**9 + int((fraction + "000000000")[:9])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
     """tshark's facts of every TCP connection in the capture at ``path``, in tcp.stream order."""
     cmd = [TSHARK, "-r", path, "-n", "-Y", "tcp", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]
@@ -59,7 +59,7 @@ def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     streams: dict[int, StreamFacts] = {}
     for line in out.splitlines():
-        (stream, epoch, src4, src6, sport, dst4, dst6, dport, length, retrans, ooo, lost, irtt, fin,
+        (stream, epoch, src4, src6, sport, _dst4, _dst6, _dport, length, retrans, ooo, lost, irtt, fin,
          rst) = line.split("\t")
         facts = streams.setdefault(int(stream), StreamFacts(int(stream), first_ns=_ns(epoch)))
         facts.last_ns = _ns(epoch)
@@ -79,7 +79,7 @@ def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
 _CONV = re.compile(r"^(\S+)\s+<->\s+(\S+)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+(\d+)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def conversations(path: str) -> tuple[tuple[str, str, int, int], ...]:
     """``-z conv,tcp``: (A, B, frames B -> A, frames A -> B) per conversation, as tshark lists them."""
     out = subprocess.run([TSHARK, "-r", path, "-n", "-q", "-z", "conv,tcp"], check=True, capture_output=True,

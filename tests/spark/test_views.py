@@ -89,4 +89,4 @@ def test_the_views_are_batch_only(spark, tmp_path):
 
 def test_typed_exchanges_do_not_combine_with_a_view(spark):
     with pytest.raises(Exception, match="cannot be combined with view=lag"):
-        read(spark, "lag", api="Fetch").schema
+        _ = read(spark, "lag", api="Fetch").schema

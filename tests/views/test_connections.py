@@ -23,7 +23,7 @@ PACKET_SAMPLES = [n for n in sample_names() if not n.startswith("tcpflow_")]
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows(name: str) -> tuple[dict, ...]:
     s = sample(name)
     return tuple(read_connections(s.path, ports=[s.broker_port]))

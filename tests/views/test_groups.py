@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from kafka_protocol_source import read_capture
 from kafka_protocol_source.views.group_model import GROUP_COLUMNS
 from kafka_protocol_source.views.groups import group_rows
 from tests.samples.catalog import exchanges, sample, sample_names
@@ -23,12 +24,12 @@ JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, METADATA, FETCH = 11, 12, 13, 14
 MEMBER_ID_REQUIRED = 79
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows(name: str) -> tuple[dict, ...]:
     return tuple(group_rows(exchanges(name)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tshark_group_pdus(name: str) -> tuple[tuple, ...]:
     """(frame time ns, is request, api key, error code, generation id) of each group PDU tshark decodes."""
     s = sample(name)
@@ -215,8 +216,6 @@ def test_kip_848_epochs_with_assignments_named_from_metadata():
 def test_one_group_id_at_two_coordinators_is_two_groups():
     """Regression: the sample folder read as one stitched session (its files were recorded within a
     minute of each other) once made mock aiokafka's join end Tansu aiokafka's generation."""
-    from kafka_protocol_source import read_capture  # noqa: PLC0415
-
     tansu, mock = sample("tansu_aiokafka_all_codecs"), sample("mock_aiokafka_all_codecs")
     both = read_capture([tansu.path, mock.path], ports=[tansu.broker_port, mock.broker_port])
     got = {(r["coordinator"], r["generation_id"], r["ended"]) for r in group_rows(both)}

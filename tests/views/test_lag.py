@@ -18,7 +18,7 @@ CONSUMER_SAMPLES = [n for n in sample_names()
                     if not n.startswith("tcpflow_") and n != "tansu_kafka_python_legacy_magic1_rejected"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows(name: str) -> tuple[dict, ...]:
     return tuple(lag_rows(exchanges(name)))
 
