@@ -14,14 +14,16 @@ from ..codec.decoder import decoder_for
 from ..framing.context import DEFAULT_PORTS
 from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES
 
-VIEWS = ("exchanges", "records")
+VIEWS = ("exchanges", "records", "connections", "groups", "lag")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
 
 OPTION_DOC = {
     "path": "a file, directory or glob",
     "paths": "several paths, as load([a, b]) passes them (a JSON list)",
-    "view": "exchanges (default: one row per request/response) or records (one row per record)",
+    "view": "exchanges (default: one row per request/response), records (one row per record), connections "
+            "(one per TCP connection), groups (one per consumer group generation) or lag (one per Fetch and "
+            "partition)",
     "api": "typed request/response structs for one api, by name (Produce) or key (0)",
     "apiVersion": "with api: only rows of that version, with exactly that version's schema",
     "apis": "comma-separated api names or keys: decode and return only these",
@@ -122,7 +124,7 @@ class ReadOptions:
             if api_version not in valid:
                 raise OptionError(f"{registry.api_name(api_key)} has no version {api_version} (versions {valid})")
         if api_key is not None and view != "exchanges":
-            raise OptionError("api gives typed exchanges; it cannot be combined with view=records")
+            raise OptionError(f"api gives typed exchanges; it cannot be combined with view={view}")
         apis = None
         if "apis" in opts:
             apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())

@@ -23,6 +23,7 @@ from .arrow import BatchBuilder
 from .options import ReadOptions
 from .records_view import TopicNames, record_rows
 from .rows import exchange_row
+from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
 MAX_SPLITS_PER_FILE = 64
@@ -119,13 +120,20 @@ class PartitionReader:
                                    f"{partition.notice}")
             return
         records_view = o.view == "records"
+        derived = o.view in DERIVED_VIEWS
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
+        shared = TOPIC_NAMING_APIS if records_view else None
+        if derived:
+            apis, shared = apis_needed(o.view, self.apis), shared_apis(o.view)
         paths = partition.paths
         options = CaptureOptions(o.ports, o.detect_kafka, o.max_frame_size, o.max_buffered_bytes, o.specs,
                                  apis, self.window, partition.limits or {}, issues_here=partition.index == 0,
                                  max_decompressed_bytes=o.max_decompressed_bytes)
-        scope = slice_scope(partition.index, partition.count, TOPIC_NAMING_APIS if records_view else None)
+        scope = slice_scope(partition.index, partition.count, shared)
         exchanges = read_with(list(paths), options, scope)
+        if derived:  # batch only (see source.streamReader): every exchange of the session is new
+            yield from derived_rows(o.view, (ex for ex in exchanges if self._mode_keeps(ex)), paths, o)
+            return
         emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
         names = TopicNames()
@@ -136,16 +144,22 @@ class PartitionReader:
                 continue
             if not _of_requested_version(ex, o):
                 continue
-            if ex.status in MALFORMED_STATUSES:
-                if o.mode == "FAILFAST":
-                    raise RuntimeError(_failfast_message(ex))
-                if o.mode == "DROPMALFORMED":
-                    continue
+            if not self._mode_keeps(ex):
+                continue
             if records_view:
                 names.learn(ex)
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+    def _mode_keeps(self, ex) -> bool:
+        """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""
+        if ex.status in MALFORMED_STATUSES:
+            if self.options.mode == "FAILFAST":
+                raise RuntimeError(_failfast_message(ex))
+            if self.options.mode == "DROPMALFORMED":
+                return False
+        return True
 
 
 def notice_row(path: str, error: str) -> Exchange:

@@ -10,24 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..spec.api_keys import CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS, FETCH, METADATA, PRODUCE
+from ..spec.api_keys import FETCH, PRODUCE
+from ..views.topic_names import ZERO_UUID as _ZERO_UUID
+from ..views.topic_names import TopicNames
 
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
-_TOPICS_IN_RESPONSE = {METADATA: "topics", CREATE_TOPICS: "topics", DESCRIBE_TOPIC_PARTITIONS: "topics"}
-_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-
-
-class TopicNames:
-    def __init__(self):
-        self.by_id: dict[str, str] = {}
-
-    def learn(self, exchange) -> None:
-        field = _TOPICS_IN_RESPONSE.get(exchange.api_key)
-        if field and exchange.response:
-            for topic in exchange.response.get(field) or ():
-                topic_id, name = topic.get("topic_id"), topic.get("name")
-                if topic_id and name and topic_id != _ZERO_UUID:
-                    self.by_id[topic_id] = name
 
 
 def record_rows(exchange, names: TopicNames):

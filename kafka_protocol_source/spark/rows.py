@@ -11,12 +11,12 @@ error code, or else the status itself (``malformed``, ``unanswered``, ...).
 from __future__ import annotations
 
 from ..spec.error_codes import error_name
+from ..views.outcomes import error_codes
 
 EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
                     "response_time", "latency_ms", "api_key", "api_name", "api_version", "correlation_id",
                     "client_id", "request_size", "response_size", "status", "error", "note", "request", "response")
 OK, ERROR_RESPONSE = "ok", "error_response"
-_SKIP = frozenset({"records"})  # record batches hold no error codes; do not walk them
 
 
 def exchange_row(ex, corrupt_column: str | None = None) -> dict:
@@ -34,20 +34,3 @@ def outcome(status: str, codes: list[int] | None) -> str:
     if status == OK and codes:
         return ERROR_RESPONSE
     return status
-
-
-def error_codes(body: dict) -> list[int]:
-    found: set[int] = set()
-    stack = [body]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            for key, v in value.items():
-                if key == "error_code":
-                    if v:
-                        found.add(v)
-                elif key not in _SKIP and isinstance(v, (dict, list)):
-                    stack.append(v)
-        elif isinstance(value, list):
-            stack.extend(v for v in value if isinstance(v, (dict, list)))
-    return sorted(found)

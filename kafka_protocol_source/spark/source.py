@@ -18,10 +18,12 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from ..codec.decoder import decoder_for
-from .options import ReadOptions
+from .options import OptionError, ReadOptions
 from .partition_reader import CapturePartition, PartitionReader, plan_partitions
 from .paths import expand
 from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
+from .view_readers import WHOLE_SESSION_VIEWS
+from .view_schemas import VIEW_SCHEMAS
 
 _DAY_NS = 86_400 * 10**9
 
@@ -54,7 +56,11 @@ class KafkaWireDataSource(DataSource):
     def streamReader(self, schema: StructType):
         from .stream import KafkaWireStreamReader  # noqa: PLC0415 - only streaming queries need it
 
-        return KafkaWireStreamReader(ReadOptions.parse(self.options), schema, dict(self.options))
+        options = ReadOptions.parse(self.options)
+        if options.view in VIEW_SCHEMAS:
+            raise OptionError(f"view={options.view} summarises whole captures and is read in batch only "
+                              "(spark.read, not spark.readStream)")
+        return KafkaWireStreamReader(options, schema, dict(self.options))
 
 
 def _pushdown_disabled() -> bool:
@@ -77,6 +83,8 @@ def _pushdown_disabled() -> bool:
 
 
 def default_schema(options: ReadOptions) -> StructType:
+    if options.view in VIEW_SCHEMAS:
+        return VIEW_SCHEMAS[options.view]
     if options.view == "records":
         schema = RECORDS_VIEW
     elif options.api_key is None:
@@ -108,7 +116,8 @@ class KafkaWireReader(DataSourceReader):
 
     def partitions(self):
         o = self.options
-        return plan_partitions(self.files, o.split_size, o.stitch, o.stitch_tolerance_ns) or [CapturePartition((), 0, 0)]
+        split_size = sys.maxsize if o.view in WHOLE_SESSION_VIEWS else o.split_size  # never split: see view_readers
+        return plan_partitions(self.files, split_size, o.stitch, o.stitch_tolerance_ns) or [CapturePartition((), 0, 0)]
 
     def read(self, partition: CapturePartition):
         yield from PartitionReader(self.options, self.schema, self.apis, self.window).read(partition)

@@ -9,6 +9,8 @@ Public surface::
     StreamChunk(conn, direction, offset, data, timestamp_ns, packet_index)   # one per packet
     StreamGap(conn, direction, offset, length, timestamp_ns, reason)
     FlowEvent(conn, kind, timestamp_ns, direction, initiator, detail)
+    connection_stats(segments) -> Iterator[ConnectionStats]   # per-connection packets, bytes,
+        retransmissions, reordering, gaps, handshake RTT and ending (``stats``; runs ``reassemble``)
 
 Missing bytes are never spliced over: a `StreamGap` says how many and where, and the stream goes
 on after it. Which side is the Kafka client is decided later; `FlowEvent.initiator` (who sent the

@@ -1,0 +1,45 @@
+"""The views built from a whole capture session (connections, groups, lag): which exchanges each
+needs, whether a capture may be split for it, and the rows of one partition.
+
+``connections`` and ``groups`` need every connection of a session at once (a group's members
+talk to the coordinator on several connections; a connection's TCP facts come from a second
+pass over the packets), so such a read is never split by connection; ``lag`` rows are per Fetch
+and split like the records view, every partition also reading the responses that name topic ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from ..codec.decoder import decoder_for
+from ..views.connections import connection_rows
+from ..views.groups import GROUP_APIS, group_rows
+from ..views.lag import FETCH, lag_rows
+from ..views.topic_names import TOPIC_NAMING_APIS
+from .options import ReadOptions
+from .view_schemas import VIEW_SCHEMAS
+
+DERIVED_VIEWS = frozenset(VIEW_SCHEMAS)
+WHOLE_SESSION_VIEWS = frozenset({"connections", "groups"})
+_APIS = {"connections": None, "groups": GROUP_APIS | TOPIC_NAMING_APIS, "lag": frozenset({FETCH}) | TOPIC_NAMING_APIS}
+
+
+def apis_needed(view: str, asked: frozenset[int] | None) -> frozenset[int] | None:
+    """The api keys to decode for ``view`` (``asked``: the ``apis`` option, which narrows them)."""
+    needed = _APIS[view]
+    if needed is None:
+        return asked
+    return needed if asked is None else needed & (asked | TOPIC_NAMING_APIS)
+
+
+def shared_apis(view: str) -> frozenset[int] | None:
+    """What a split read of ``view`` also decodes on the connections of other partitions."""
+    return TOPIC_NAMING_APIS if view == "lag" else None
+
+
+def derived_rows(view: str, exchanges: Iterable, paths: Sequence[str], options: ReadOptions) -> Iterator[dict]:
+    if view == "connections":
+        return connection_rows(exchanges, paths, ports=options.ports, max_buffered_bytes=options.max_buffered_bytes)
+    if view == "groups":
+        return group_rows(exchanges, decoder_for(options.specs))
+    return lag_rows(exchanges)

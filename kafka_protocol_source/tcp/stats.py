@@ -1,0 +1,306 @@
+"""Per-connection TCP facts: packets, bytes, retransmissions, reordering, gaps, handshake, ending.
+
+Owns counting what the segments of each TCP connection show. Segments are classified the way
+Wireshark's sequence analysis does (packet-tcp.c, ``tcp_analyze_sequence_number``), so the
+counts can be checked against ``tcp.analysis.retransmission`` and ``tcp.analysis.out_of_order``:
+a segment carrying data (or SYN/FIN) that starts below the highest sequence number seen in its
+direction is a retransmission (spurious: already acknowledged; fast: right after duplicate ACKs;
+otherwise by timeout), unless it came within the handshake RTT (3 ms without a handshake) of the
+segment that advanced the sequence and does not end where that one ended: then it is out of
+order. One-byte keep-alives are neither.
+
+Which connection a segment belongs to, its gaps and how it ended are not decided here: the
+segments go through ``reassemble`` as well and its events say (its connection keys, its
+``StreamGap``s, its ``close`` detail), so a connection here is exactly a connection of the
+exchanges. Does not own reassembly or any idea of which side is the Kafka client.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
+from .flows import DEFAULT_MAX_BUFFERED_BYTES, reassemble
+from .model import ConnectionKey, Direction, FlowEvent, StreamGap
+
+_MASK = 0xFFFFFFFF
+_HALF = 0x80000000
+OUT_OF_ORDER_WITHOUT_RTT_NS = 3_000_000  # Wireshark's threshold when no handshake was seen
+FAST_RETRANSMISSION_NS = 20_000_000  # a fast retransmission follows duplicate ACKs within 20 ms
+# A closed connection's stats wait this much capture time for late segments (retransmitted FINs,
+# the last ACK) before they are final; twice Linux's TIME_WAIT.
+LINGER_NS = 120 * 10**9
+
+
+@dataclass(frozen=True, slots=True)
+class DirectionStats:
+    """What one direction of a connection carried."""
+
+    direction: Direction
+    packets: int  # every segment, pure ACKs and retransmissions included
+    payload_bytes: int  # TCP payload on the wire, retransmissions included (tshark's tcp.len)
+    retransmissions: int
+    out_of_order: int
+    gaps: int  # holes reassembly had to give up on (never captured, cut by snaplen, overflow)
+    bytes_missing: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStats:
+    """One TCP connection as its segments show it (``key`` as ``reassemble`` numbers it)."""
+
+    key: ConnectionKey
+    first_ns: int
+    last_ns: int
+    first_packet: int  # index of its first packet in the capture
+    initiator: Direction | None  # the direction of the SYN, when seen
+    syn_ns: int | None  # the (last) SYN before the SYN/ACK
+    syn_ack_ns: int | None
+    handshake_ack_ns: int | None  # the initiator's first ACK after the SYN/ACK
+    ended: str  # reassemble's close detail: fin, reset, reused or end_of_capture
+    ended_ns: int
+    closed_by: Direction | None  # who sent the first FIN, or the RST
+    a_to_b: DirectionStats
+    b_to_a: DirectionStats
+
+    @property
+    def handshake_rtt_ns(self) -> int | None:
+        """SYN to the ACK of the SYN/ACK (Wireshark's iRTT); None unless the handshake was captured."""
+        if self.syn_ns is None or self.syn_ack_ns is None or self.handshake_ack_ns is None:
+            return None
+        return self.handshake_ack_ns - self.syn_ns
+
+    def sent_by(self, ip: str, port: int) -> DirectionStats:
+        """The stats of the direction whose sender is (ip, port)."""
+        d = self.a_to_b.direction
+        return self.a_to_b if (d.src_ip, d.src_port) == (ip, port) else self.b_to_a
+
+
+def _before(a: int, b: int) -> bool:
+    """Sequence number a comes before b (32-bit serial arithmetic)."""
+    return ((a - b) & _MASK) >= _HALF
+
+
+class _Side:
+    __slots__ = ("direction", "packets", "payload_bytes", "retransmissions", "out_of_order", "gaps",
+                 "bytes_missing", "nextseq", "nextseq_ns", "lastack", "lastack_ns", "dupacks")
+
+    def __init__(self, direction: Direction) -> None:
+        self.direction = direction
+        self.packets = self.payload_bytes = self.retransmissions = self.out_of_order = 0
+        self.gaps = self.bytes_missing = 0
+        self.nextseq: int | None = None  # one past the highest sequence number sent
+        self.nextseq_ns = 0
+        self.lastack: int | None = None  # the last acknowledgement number this side sent
+        self.lastack_ns = 0
+        self.dupacks = 0
+
+    def frozen(self) -> DirectionStats:
+        return DirectionStats(self.direction, self.packets, self.payload_bytes, self.retransmissions,
+                              self.out_of_order, self.gaps, self.bytes_missing)
+
+
+class _Tracker:
+    """The running counts of one connection."""
+
+    __slots__ = ("key", "sides", "first_ns", "last_ns", "first_packet", "initiator", "syn_ns", "syn_ack_ns",
+                 "handshake_ack_ns", "ended", "ended_ns", "closed_by")
+
+    def __init__(self, key: ConnectionKey, initiator: Direction | None, ns: int) -> None:
+        self.key = key
+        a_to_b = Direction(key.a_ip, key.a_port, key.b_ip, key.b_port)
+        b_to_a = Direction(key.b_ip, key.b_port, key.a_ip, key.a_port)
+        self.sides = {(key.a_ip, key.a_port): _Side(a_to_b), (key.b_ip, key.b_port): _Side(b_to_a)}
+        self.first_ns = self.last_ns = ns
+        self.first_packet = -1
+        self.initiator = initiator
+        self.syn_ns: int | None = None
+        self.syn_ack_ns: int | None = None
+        self.handshake_ack_ns: int | None = None
+        self.ended = "end_of_capture"
+        self.ended_ns = ns
+        self.closed_by: Direction | None = None
+
+    def segment(self, seg: TcpSegment) -> None:
+        ns, flags = seg.timestamp_ns, seg.flags
+        if self.first_packet < 0:
+            self.first_ns, self.first_packet = ns, seg.packet_index
+        self.last_ns = ns
+        fwd, rev = self.sides[(seg.src_ip, seg.src_port)], self.sides[(seg.dst_ip, seg.dst_port)]
+        seglen = len(seg.payload) + seg.missing
+        fwd.packets += 1
+        fwd.payload_bytes += seglen
+        self._handshake(seg, ns, flags)
+        if (flags & ACK and seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq
+                and seg.ack == fwd.lastack):
+            fwd.dupacks += 1  # (Wireshark also wants an unchanged window; segments do not carry it)
+        else:
+            fwd.dupacks = 0
+        self._classify(fwd, rev, seg.seq, seglen, flags, ns)
+        if flags & ACK:
+            fwd.lastack, fwd.lastack_ns = seg.ack, ns
+
+    def _handshake(self, seg: TcpSegment, ns: int, flags: int) -> None:
+        if self.handshake_ack_ns is not None:
+            return
+        if flags & SYN and not flags & ACK:
+            self.syn_ns = ns
+        elif flags & SYN:
+            if self.syn_ack_ns is None:
+                self.syn_ack_ns = ns
+        elif flags & ACK and self.syn_ack_ns is not None and self.syn_ns is not None:
+            i = self.initiator
+            if i is not None and (seg.src_ip, seg.src_port) == (i.src_ip, i.src_port):
+                self.handshake_ack_ns = ns
+
+    def _classify(self, fwd: _Side, rev: _Side, seq: int, seglen: int, flags: int, ns: int) -> None:
+        syn_fin = 1 if flags & (SYN | FIN) else 0
+        nextseq = fwd.nextseq
+        if seglen or syn_fin:
+            keep_alive = (seglen <= 1 and not flags & (SYN | FIN | RST) and nextseq is not None
+                          and seq == (nextseq - 1) & _MASK)
+            if not keep_alive:
+                self._retransmission_or_reordering(fwd, rev, seq, seglen, syn_fin, ns)
+        end = (seq + seglen + syn_fin) & _MASK
+        if nextseq is None or _before(nextseq, end):
+            fwd.nextseq, fwd.nextseq_ns = end, ns
+
+    def _retransmission_or_reordering(self, fwd: _Side, rev: _Side, seq: int, seglen: int, syn_fin: int,
+                                      ns: int) -> None:
+        nextseq = fwd.nextseq
+        not_advanced = nextseq is not None and _before(seq, nextseq)
+        if seglen > 1 and nextseq is not None and (nextseq - 1) & _MASK == seq:
+            not_advanced = False  # new data after a zero-window probe
+        end = (seq + seglen) & _MASK
+        if seglen and rev.lastack is not None and not _before(rev.lastack, end):
+            fwd.retransmissions += 1  # spurious: the peer had acknowledged all of it
+            return
+        if not_advanced and rev.dupacks >= 2 and rev.lastack == seq and ns - rev.lastack_ns < FAST_RETRANSMISSION_NS:
+            fwd.retransmissions += 1  # fast retransmission
+            return
+        rtt = self.handshake_rtt_ns
+        threshold = rtt if rtt else OUT_OF_ORDER_WITHOUT_RTT_NS
+        if not_advanced and ns - fwd.nextseq_ns < threshold and nextseq != (end + syn_fin) & _MASK:
+            fwd.out_of_order += 1
+        elif not_advanced:
+            fwd.retransmissions += 1
+
+    @property
+    def handshake_rtt_ns(self) -> int | None:
+        if self.syn_ns is None or self.handshake_ack_ns is None:
+            return None
+        return self.handshake_ack_ns - self.syn_ns
+
+    def gap(self, ev: StreamGap) -> None:
+        side = self.sides[(ev.direction.src_ip, ev.direction.src_port)]
+        side.gaps += 1
+        side.bytes_missing += ev.length
+
+    def frozen(self) -> ConnectionStats:
+        k = self.key
+        return ConnectionStats(
+            key=k, first_ns=self.first_ns, last_ns=self.last_ns, first_packet=self.first_packet,
+            initiator=self.initiator, syn_ns=self.syn_ns, syn_ack_ns=self.syn_ack_ns,
+            handshake_ack_ns=self.handshake_ack_ns, ended=self.ended, ended_ns=self.ended_ns,
+            closed_by=self.closed_by, a_to_b=self.sides[(k.a_ip, k.a_port)].frozen(),
+            b_to_a=self.sides[(k.b_ip, k.b_port)].frozen())
+
+
+def _four(key: ConnectionKey) -> tuple:
+    return key.a_ip, key.a_port, key.b_ip, key.b_port
+
+
+class _Table:
+    def __init__(self) -> None:
+        self.live: dict[ConnectionKey, _Tracker] = {}
+        self.latest: dict[tuple, ConnectionKey] = {}  # canonical 4-tuple -> its newest connection
+        self.closed: deque[tuple[int, ConnectionKey]] = deque()  # (close time, key), in close order
+        self.ready: list[ConnectionStats] = []
+        self.now = 0
+
+    def tap(self, items: Iterable[TcpSegment | CaptureIssue]) -> Iterator[TcpSegment | CaptureIssue]:
+        """Pass the items on to ``reassemble``, counting each segment once its events have been seen.
+
+        ``reassemble`` yields every event a segment causes before it asks for the next one, so when
+        it does, an ``open`` for the segment's connection has been seen and ``latest`` names it.
+        """
+        pending = None
+        for item in items:
+            if pending is not None:
+                self._count(pending)
+                pending = None
+            if item.__class__ is TcpSegment:
+                pending = item
+            yield item
+        if pending is not None:
+            self._count(pending)
+
+    def _count(self, seg: TcpSegment) -> None:
+        src, dst = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
+        key = self.latest.get((*src, *dst) if src <= dst else (*dst, *src))
+        tracker = self.live.get(key)
+        if tracker is not None:  # else a late segment of a connection already given out
+            tracker.segment(seg)
+        self.now = seg.timestamp_ns
+        closed = self.closed
+        while closed and closed[0][0] + LINGER_NS <= self.now:
+            self._finish(closed.popleft()[1])
+
+    def _finish(self, key: ConnectionKey) -> None:
+        tracker = self.live.pop(key, None)
+        if tracker is not None:
+            self.ready.append(tracker.frozen())
+
+    def event(self, ev: FlowEvent | StreamGap) -> None:
+        if ev.__class__ is StreamGap:
+            tracker = self.live.get(ev.conn)
+            if tracker is not None:
+                tracker.gap(ev)
+            return
+        kind = ev.kind
+        if kind == "open":
+            four = _four(ev.conn)
+            previous = self.latest.get(four)
+            if previous is not None:
+                self._finish(previous)  # the 4-tuple is a new connection now: the old one is over
+            self.latest[four] = ev.conn
+            self.live[ev.conn] = _Tracker(ev.conn, ev.initiator, ev.timestamp_ns)
+            return
+        tracker = self.live.get(ev.conn)
+        if tracker is None:
+            return
+        if kind in ("fin", "reset") and tracker.closed_by is None:
+            tracker.closed_by = ev.direction
+        elif kind == "close":
+            tracker.ended, tracker.ended_ns = ev.detail, ev.timestamp_ns
+            if tracker.initiator is None:
+                tracker.initiator = ev.initiator  # a SYN/ACK seen after the first packet
+            self.closed.append((ev.timestamp_ns, ev.conn))
+
+    def finish_all(self) -> None:
+        for key in list(self.live):
+            self._finish(key)
+
+
+def connection_stats(segments: Iterable[TcpSegment | CaptureIssue], *,
+                     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES) -> Iterator[ConnectionStats]:
+    """One ``ConnectionStats`` per TCP connection in ``segments`` (capture order), as each is final.
+
+    A connection is final some capture time after it closed (late segments still count) or when
+    its 4-tuple starts a new connection; the rest come at the end. ``max_buffered_bytes`` is
+    handed to ``reassemble`` (its overflow gaps are counted as gaps).
+    """
+    table = _Table()
+    ready = table.ready
+    for ev in reassemble(table.tap(segments), max_buffered_bytes=max_buffered_bytes):
+        cls = ev.__class__
+        if cls is FlowEvent or cls is StreamGap:
+            table.event(ev)
+        if ready:
+            yield from ready
+            ready.clear()
+    table.finish_all()
+    yield from ready
+    ready.clear()

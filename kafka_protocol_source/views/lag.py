@@ -1,0 +1,120 @@
+"""The lag view: one row per Fetch and partition, the offset asked for beside the broker's offsets.
+
+A Fetch request says, per partition, the offset the consumer wants next (``fetch_offset``); its
+response says the partition's high watermark, last stable offset and log start offset. So
+``high_watermark - fetch_offset`` is how far behind the consumer was at that moment (``lag``).
+Rows come from the response's partitions. An incremental fetch (KIP-227: a fetch session, epoch
+above 0) lists only partitions whose fetch offset changed, so the rest keep the offset the
+session last asked for, remembered per connection and session. Topic ids (Fetch v13+) are named
+from Metadata and the like in the same capture; a row whose id is named later waits for it.
+Follower fetches (``replica_id`` 0 or above) are rows too: consumers have -1.
+
+Owns the row shape (``LAG_COLUMNS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..spec.error_codes import error_name
+from .topic_names import TopicNames
+
+FETCH = 1
+LAG_COLUMNS = (
+    "capture_file", "connection_id", "client_id", "client_address", "broker_address", "request_time",
+    "response_time", "api_version", "replica_id", "isolation_level", "session_id", "incremental",
+    "topic", "topic_id", "partition", "fetch_offset", "high_watermark", "last_stable_offset",
+    "log_start_offset", "lag", "records", "error_code", "error_name",
+)
+
+
+def lag_rows(exchanges: Iterable) -> Iterator[dict]:
+    """Rows (dicts keyed by ``LAG_COLUMNS``) of every answered Fetch in ``exchanges``."""
+    builder = LagBuilder()
+    for ex in exchanges:
+        yield from builder.add(ex)
+    yield from builder.finish()
+
+
+class LagBuilder:
+    def __init__(self):
+        self.names = TopicNames()
+        self.sessions: dict[tuple[str, int], dict] = {}  # (connection, session id) -> {(topic, partition): offset}
+        self.unnamed: list[dict] = []
+
+    def add(self, ex) -> Iterator[dict]:
+        """The rows of one exchange (none unless it is an answered Fetch); learns topic names from any."""
+        self.names.learn(ex)
+        if ex.api_key != FETCH or not ex.request or not ex.response:
+            return
+        req, resp = ex.request, ex.response
+        asked = self._asked(ex, req, resp)
+        replica_id = req.get("replica_id")
+        if replica_id is None:
+            replica_id = (req.get("replica_state") or {}).get("replica_id", -1)
+        base = {
+            "capture_file": ex.capture_file, "connection_id": ex.connection_id, "client_id": ex.client_id,
+            "client_address": ex.client_address, "broker_address": ex.broker_address,
+            "request_time": ex.request_time, "response_time": ex.response_time, "api_version": ex.api_version,
+            "replica_id": replica_id, "isolation_level": req.get("isolation_level"),
+            "session_id": resp.get("session_id"), "incremental": _incremental(req),
+        }
+        for topic in resp.get("responses") or ():
+            key = _topic_key(topic)
+            for p in topic.get("partitions") or ():
+                yield from self._row(base, key, p, asked.get((key, p.get("partition_index"))))
+
+    def _row(self, base: dict, key: tuple, p: dict, fetch_offset: int | None) -> Iterator[dict]:
+        row = dict(base)
+        hwm = p.get("high_watermark")
+        code = p.get("error_code")
+        name, topic_id = key
+        row.update(topic=name, topic_id=topic_id,
+                   partition=p.get("partition_index"), fetch_offset=fetch_offset, high_watermark=hwm,
+                   last_stable_offset=p.get("last_stable_offset"), log_start_offset=p.get("log_start_offset"),
+                   lag=hwm - fetch_offset if hwm is not None and fetch_offset is not None and hwm >= 0
+                   and fetch_offset >= 0 else None,
+                   records=sum(len(b.get("records") or ()) for b in p.get("records") or ()),
+                   error_code=code, error_name=error_name(code) if code is not None else None)
+        if name is None:
+            row["topic"] = self.names.name(topic_id)
+            if row["topic"] is None:
+                self.unnamed.append(row)
+                return
+        yield row
+
+    def _asked(self, ex, req: dict, resp: dict) -> dict:
+        """(topic, partition) -> fetch offset this request stands for, the session's included."""
+        asked = {}
+        for topic in req.get("topics") or ():
+            key = _topic_key(topic)
+            for p in topic.get("partitions") or ():
+                asked[(key, p.get("partition"))] = p.get("fetch_offset")
+        if not _incremental(req):
+            if resp.get("session_id"):
+                self.sessions[(ex.connection_id, resp["session_id"])] = dict(asked)
+            return asked
+        session = self.sessions.setdefault((ex.connection_id, req.get("session_id")), {})
+        for topic in req.get("forgotten_topics_data") or ():
+            key = _topic_key(topic)
+            for partition in topic.get("partitions") or ():
+                session.pop((key, partition), None)
+        session.update(asked)
+        return dict(session)
+
+    def finish(self) -> Iterator[dict]:
+        """Rows held for a topic name: named now if it was learned since, else with the id only."""
+        for row in self.unnamed:
+            row["topic"] = self.names.name(row["topic_id"])
+            yield row
+        self.unnamed = []
+
+
+def _incremental(req: dict) -> bool:
+    return bool(req.get("session_id")) and (req.get("session_epoch") or 0) > 0
+
+
+def _topic_key(topic: dict) -> tuple[str | None, str | None]:
+    """(name, id) of a topic entry: older versions name it, v13+ give its id only."""
+    name = topic.get("topic")
+    return (name, None) if name else (None, topic.get("topic_id"))

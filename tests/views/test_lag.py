@@ -1,0 +1,130 @@
+"""The lag view: on the sample captures against the offsets the sample producers were given
+(NAME.produced.json), and on scripted Fetches for fetch sessions, late topic names and followers."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from dataclasses import replace
+
+import pytest
+
+from kafka_protocol_source.views.lag import LAG_COLUMNS, lag_rows
+from tests.samples.catalog import exchanges, sample, sample_names
+
+from .groups_script import GroupScript
+
+CONSUMER_SAMPLES = [n for n in sample_names()
+                    if not n.startswith("tcpflow_") and n != "tansu_kafka_python_legacy_magic1_rejected"]
+
+
+@functools.cache
+def rows(name: str) -> tuple[dict, ...]:
+    return tuple(lag_rows(exchanges(name)))
+
+
+def acked_offsets(name: str) -> dict[tuple[str, int], list[int]]:
+    acked = defaultdict(list)
+    for r in sample(name).manifest["records"]:
+        if r["offset"] is not None:
+            acked[(r["topic"], r["partition"])].append(r["offset"])
+    return acked
+
+
+@pytest.mark.parametrize("name", CONSUMER_SAMPLES)
+def test_the_high_watermark_is_one_past_the_last_offset_the_producers_were_given(name):
+    by_partition = defaultdict(list)
+    for r in rows(name):
+        by_partition[(r["topic"], r["partition"])].append(r)
+    acked = acked_offsets(name)
+    assert set(acked) <= set(by_partition)
+    for key, fetches in by_partition.items():
+        offsets = acked.get(key, [])
+        assert sorted(offsets) == list(range(len(offsets)))  # the log starts at 0 and has no holes
+        assert {r["high_watermark"] for r in fetches} == {len(offsets)}
+        assert all(r["log_start_offset"] in (None, 0) and r["error_name"] == "NONE" for r in fetches)
+
+
+@pytest.mark.parametrize("name", CONSUMER_SAMPLES)
+def test_the_consumer_starts_at_the_earliest_offset_and_catches_up(name):
+    acked = acked_offsets(name)
+    for key, offsets in acked.items():
+        fetches = sorted((r for r in rows(name) if (r["topic"], r["partition"]) == key), key=lambda r: r["request_time"])
+        assert (fetches[0]["fetch_offset"], fetches[0]["lag"]) == (0, len(offsets))  # auto_offset_reset=earliest
+        assert (fetches[-1]["fetch_offset"], fetches[-1]["lag"]) == (len(offsets), 0)
+        assert sum(r["records"] for r in fetches) >= len(offsets)
+        assert all(r["client_id"] == "kw-consumer" and r["replica_id"] == -1 for r in fetches)
+
+
+@pytest.mark.parametrize("name", ["tansu_confluent_kafka_all_codecs", "mock_confluent_kafka_all_codecs_any_sll2"])
+def test_topic_ids_of_fetch_v13_and_later_are_named_from_metadata(name):
+    topic = sample(name).manifest["records"][0]["topic"]
+    assert {(r["api_version"], r["topic"]) for r in rows(name)} == {(16, topic)}
+    assert all(r["topic_id"] for r in rows(name))
+
+
+def test_no_fetch_no_rows():
+    assert rows("tansu_kafka_python_legacy_magic1_rejected") == ()
+    assert rows("tcpflow_tansu_confluent_kafka_all_codecs") == ()
+
+
+# -- scripted Fetches -----------------------------------------------------------------
+
+
+def fetch(g: GroupScript, topics: dict, answers: dict, *, session=(0, -1), answer_session=0, version=12,
+          forgotten=None, replica_state=None, by_id=False):
+    """topics: {topic: {partition: fetch_offset}}; answers: {topic: {partition: (hwm, records)}}."""
+    key = "topic_id" if by_id else "topic"
+    request = {"session_id": session[0], "session_epoch": session[1], "isolation_level": 0,
+               "topics": [{key: t, "partitions": [{"partition": p, "fetch_offset": o} for p, o in parts.items()]}
+                          for t, parts in topics.items()],
+               "forgotten_topics_data": [{key: t, "partitions": ps} for t, ps in (forgotten or {}).items()]}
+    if replica_state is None:
+        request["replica_id"] = -1
+    else:
+        request["replica_state"] = {"replica_id": replica_state, "replica_epoch": 3}
+    response = {"error_code": 0, "session_id": answer_session,
+                "responses": [{key: t, "partitions": [
+                    {"partition_index": p, "error_code": 0, "high_watermark": hwm, "last_stable_offset": hwm,
+                     "log_start_offset": 0, "records": [{"records": [{}] * n}] if n else []}
+                    for p, (hwm, n) in parts.items()]} for t, parts in answers.items()]}
+    ex = g._add("A", 3, request, response)  # any key: the api is set just below
+    g.exchanges[-1] = replace(ex, api_key=1, api_name="Fetch", api_version=version)
+    return g.exchanges[-1]
+
+
+def test_an_incremental_fetch_keeps_the_offsets_its_session_asked_for():
+    g = GroupScript()
+    fetch(g, {"t": {0: 0, 1: 0}}, {"t": {0: (10, 10), 1: (0, 0)}}, answer_session=77)
+    fetch(g, {"t": {0: 10}}, {"t": {1: (5, 0)}}, session=(77, 1), answer_session=77)  # p1 unchanged: not listed
+    fetch(g, {}, {"t": {1: (6, 0)}}, session=(77, 2), answer_session=77, forgotten={"t": [1]})
+    first, second, third, fourth = lag_rows(g.exchanges)
+    assert [(r["partition"], r["fetch_offset"], r["high_watermark"], r["lag"], r["records"]) for r in (first, second)] == [
+        (0, 0, 10, 10, 10), (1, 0, 0, 0, 0)]
+    assert (third["partition"], third["fetch_offset"], third["lag"], third["incremental"]) == (1, 0, 5, True)
+    assert (fourth["partition"], fourth["fetch_offset"], fourth["lag"]) == (1, None, None)  # forgotten by the session
+    assert list(first) == list(LAG_COLUMNS)
+
+
+def test_a_topic_id_named_only_later_in_the_capture_is_named_in_the_end():
+    g = GroupScript()
+    fetch(g, {"id-1": {0: 4}}, {"id-1": {0: (9, 5)}}, version=13, by_id=True)
+    fetch(g, {"id-2": {0: 0}}, {"id-2": {0: (1, 1)}}, version=13, by_id=True)
+    g.metadata({"id-1": "payments"})
+    named, unnamed = sorted(lag_rows(g.exchanges), key=lambda r: r["topic_id"])
+    assert (named["topic"], named["topic_id"], named["lag"]) == ("payments", "id-1", 5)
+    assert (unnamed["topic"], unnamed["topic_id"]) == (None, "id-2")
+
+
+def test_follower_fetches_say_which_replica_asked():
+    g = GroupScript()
+    fetch(g, {"t": {0: 3}}, {"t": {0: (3, 0)}}, version=15, replica_state=2)
+    [row] = lag_rows(g.exchanges)
+    assert (row["replica_id"], row["lag"]) == (2, 0)
+
+
+def test_an_unanswered_fetch_has_no_row():
+    g = GroupScript()
+    ex = fetch(g, {"t": {0: 3}}, {"t": {0: (3, 0)}})
+    g.exchanges[-1] = replace(ex, response=None, status="unanswered")
+    assert list(lag_rows(g.exchanges)) == []
