@@ -1,8 +1,9 @@
 """The SQL views the command registers over the captures, and what they hold at a glance.
 
 ``exchanges`` (one row per request/response, cached: every command reads it at least once),
-``records`` (one row per record produced or fetched) and ``traffic``, the name ``exchanges``
-had before the README's names were used, kept so that existing queries still run.
+``records`` (one row per record produced or fetched), ``connections``, ``groups`` and ``lag``,
+and ``traffic``, the name ``exchanges`` had before the README's names were used, kept so that
+existing queries still run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 EXCHANGES, RECORDS = "exchanges", "records"
+DERIVED = ("connections", "groups", "lag")  # read only when a query names them
 ALIASES = {"traffic": EXCHANGES}
 # options that shape the exchanges view only (a typed api, a subset of apis); records need their own
 EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis"})
@@ -44,6 +46,8 @@ def register_views(spark, paths: list[str], options: dict) -> None:
         exchanges.createOrReplaceTempView(alias)
     records = {k: v for k, v in options.items() if k.lower() not in EXCHANGES_ONLY_OPTIONS}
     load({**records, "view": RECORDS}).createOrReplaceTempView(RECORDS)
+    for view in DERIVED:
+        load({**records, "view": view}).createOrReplaceTempView(view)
 
 
 def summarize(spark) -> Summary:
