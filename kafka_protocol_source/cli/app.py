@@ -73,6 +73,12 @@ def _run(spark, command: Command, progress) -> int:
         with progress.paused():
             sys.stderr.write(f"kafka-wire report: {', '.join(command.paths)}\n")
         print_report(spark, summary, command.top, sys.stdout, quiet)
+        if command.html:
+            from ..report import write_html_report  # noqa: PLC0415 - only --html needs it
+
+            write_html_report(spark, spark.table("exchanges"), spark.table("records"), command.html, top=command.top)
+            with progress.paused():
+                sys.stderr.write(f"kafka-wire report: wrote {command.html}\n")
         return OK
     if command.name == "shell":
         return run_shell(spark, sys.stdin, sys.stdout, sys.stderr, command.format, command.max_rows, progress, quiet)

@@ -1,6 +1,6 @@
 """The command line: sub-commands, their options, and what they mean once checked.
 
-    kafka-wire report PATH... [--top 10]
+    kafka-wire report PATH... [--top 10] [--html report.html]
     kafka-wire sql PATH... "QUERY" ["QUERY"...] [--format table|csv|json] [--output FILE|DIR]...
     kafka-wire shell PATH...
     kafka-wire --version
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", parents=[common], help="print a traffic summary of the captures")
     report.add_argument("paths", nargs="+", help=PATHS_HELP)
     report.add_argument("--top", type=int, default=10, help="how many topics to list")
+    report.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots to FILE")
     sql = sub.add_parser("sql", parents=[common, results],
                          help="run SQL over the views exchanges and records (several queries: one session)")
     sql.add_argument("args", nargs="+", metavar="PATH_OR_QUERY", help=f"{PATHS_HELP}, then one or more queries")
@@ -102,6 +103,7 @@ class Command:
     verbose: bool
     progress: bool
     top: int = 10
+    html: str | None = None  # report: also write the HTML report here
     queries: list[str] = field(default_factory=list)
     destinations: list[Destination] = field(default_factory=list)
     format: str = "table"
@@ -121,7 +123,7 @@ def parse_command(argv: list[str] | None) -> Command:
     common = dict(options=options, master=args.master, verbose=args.verbose,
                   progress=not args.no_progress and not args.verbose and sys.stderr.isatty())
     if args.command == "report":
-        return Command("report", args.paths, top=args.top, **common)
+        return Command("report", args.paths, top=args.top, html=args.html, **common)
     if args.max_rows < 0:
         raise UsageError("--max-rows must be 0 (all) or more")
     if args.command == "shell":
