@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..spec.api_keys import FETCH, PRODUCE
+from ..spec.error_codes import error_name
 from ..views.topic_names import ZERO_UUID as _ZERO_UUID
 from ..views.topic_names import TopicNames
 
@@ -20,15 +21,29 @@ _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
 def record_rows(exchange, names: TopicNames):
     """Yield one dict per record in the exchange (in the RECORDS_VIEW column order)."""
     if exchange.api_key == PRODUCE and exchange.request:
+        answers = _produce_answers(exchange.response, names)
         for topic in exchange.request.get("topic_data") or ():
             name, topic_id = _topic(topic, names, "name")
             for part in topic.get("partition_data") or ():
-                yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"))
+                answer = answers.get((name or topic_id, part.get("index")))
+                yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"), answer)
     elif exchange.api_key == FETCH and exchange.response:
         for topic in exchange.response.get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
-                yield from _batches(exchange, "fetch", name, topic_id, part.get("partition_index"), part.get("records"))
+                answer = (part.get("error_code") or 0, None)
+                yield from _batches(exchange, "fetch", name, topic_id, part.get("partition_index"), part.get("records"),
+                                    answer)
+
+
+def _produce_answers(response: dict | None, names: TopicNames) -> dict:
+    """(topic, partition) -> (error code, base offset the broker assigned), from a Produce response."""
+    answers = {}
+    for topic in (response or {}).get("responses") or ():
+        name, topic_id = _topic(topic, names, "name")
+        for part in topic.get("partition_responses") or ():
+            answers[(name or topic_id, part.get("index"))] = (part.get("error_code") or 0, part.get("base_offset"))
+    return answers
 
 
 def _topic(topic: dict, names: TopicNames, name_field: str):
@@ -39,7 +54,19 @@ def _topic(topic: dict, names: TopicNames, name_field: str):
     return name, topic_id
 
 
-def _batches(exchange, direction, topic, topic_id, partition, batches):
+def _batches(exchange, direction, topic, topic_id, partition, batches, answer=None):
+    """``answer``: (error code, assigned base offset) of the partition in the response, None if
+    no response was captured. Produced records get the log offsets the broker assigned (its base
+    offset plus the record's delta) when it accepted them; records it refused name its error."""
+    error, log_base = answer if answer is not None else (None, None)
+    error_name_ = error_name(error) if error else None
+    assigned = direction == "fetch" or (error == 0 and log_base is not None and log_base >= 0)
+    shift = 0
+    if assigned and direction == "produce":
+        # The broker's base offset is that of the first record it appended (in a v2 batch or a
+        # legacy wrapper alike): every record moves by the same amount from where the producer put it.
+        first = next((r["offset"] for b in batches or () for r in b["records"] if r["offset"] is not None), None)
+        shift = log_base - first if first is not None else 0
     for batch in batches or ():
         compression = batch["compression"]
         base = {
@@ -55,9 +82,11 @@ def _batches(exchange, direction, topic, topic_id, partition, batches):
         for record in batch["records"]:
             row = dict(base)
             ts = record["timestamp"]
-            row.update(key=record["key"], value=record["value"], offset=record["offset"],
+            offset = record["offset"]
+            row.update(key=record["key"], value=record["value"], offset=None if offset is None else offset + shift,
                        timestamp=_ms(ts), headers=record["headers"],
-                       crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc)
+                       crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,
+                       offset_assigned=assigned, error_name=error_name_)
             yield row
 
 

@@ -80,6 +80,10 @@ RECORDS_VIEW = StructType([
     StructField("is_control", BooleanType()), StructField("crc_valid", BooleanType()),
     StructField("topic_id", StringType()), StructField("capture_file", StringType()),
     StructField("connection_id", StringType()),
+    # produced records: whether ``offset`` is the log offset the broker assigned (else batch-relative:
+    # no response captured, acks=0, or refused); error_name: the partition's error in the response
+    # (the broker refused a produced batch, or a fetch of the partition failed)
+    StructField("offset_assigned", BooleanType()), StructField("error_name", StringType()),
 ])
 
 # Embedded structures (codec/embedded.py): (message, path of the struct holding the bytes) -> (field, data message)

@@ -99,3 +99,24 @@ def test_timestamps_are_create_times_near_the_request(records):
             assert abs(r.request_time - r.timestamp) < timedelta(seconds=60), (capture, r)
             checked += 1
     assert checked == 8 * 30 - 6 * 2  # two legacy captures of 24 records
+
+
+def test_produced_records_carry_the_log_offsets_the_broker_assigned_and_refusals_are_marked():
+    from kafka_protocol_source.spark.records_view import TopicNames, record_rows
+    from tests.samples.catalog import exchanges, sample_names
+
+    for name in sample_names():
+        names, rows = TopicNames(), []
+        for e in exchanges(name):
+            names.learn(e)
+            rows += list(record_rows(e, names))
+        produced = [r for r in rows if r["direction"] == "produce"]
+        fetched = {(r["topic"], r["partition"], r["offset"], r["value"]) for r in rows if r["direction"] == "fetch"}
+        accepted = [r for r in produced if r["offset_assigned"]]
+        refused = [r for r in produced if r["error_name"]]
+        assert not [r for r in accepted if r["error_name"]]
+        if fetched:  # every accepted record is fetched at the offset its Produce response gave
+            assert {(r["topic"], r["partition"], r["offset"], r["value"]) for r in accepted} == fetched, name
+        if name == "tansu_kafka_python_legacy_magic1_rejected":
+            assert len(refused) == len(produced) == 24 and {r["error_name"] for r in refused} == {"UNKNOWN_PRODUCER_ID"}
+            assert not accepted
