@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
+from .quirks import explain
 from .model import (GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange,
                     Frame)
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
@@ -275,7 +276,9 @@ class Pairer:
         # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
         if decoded is not None or response is not None:
-            note = _notes(note, decoded, response)
+            note = _notes(note, decoded, response,
+                          {"note": explain(api_key, api_version, "request", decoded)},
+                          {"note": explain(api_key, api_version, "response", response)})
         request_packet = getattr(frame, "first_packet", None)
         response_packet = getattr(response_frame, "first_packet", None)
         capture_file, request_packet = ctx.locate(request_packet)

@@ -1,0 +1,49 @@
+"""Known deviations of real peers from the spec, explained where a user looks: the row's note.
+
+Each entry names a peer, what it sends, and what real clients do with it, so that a
+``malformed`` row that is a known quirk reads as one. Matching is by api key, version range,
+direction and the kind of deviation; it explains, it never changes a status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..spec.api_keys import API_VERSIONS, METADATA
+
+
+@dataclass(frozen=True)
+class Quirk:
+    api_key: int
+    versions: range
+    side: str  # "request" or "response"
+    kind: str  # "trailing_bytes" or "null"
+    note: str
+
+
+KNOWN = (
+    Quirk(API_VERSIONS, range(3, 100), "response", "trailing_bytes",
+          "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
+          "responses; clients ignore them"),
+    Quirk(METADATA, range(13, 14), "response", "trailing_bytes",
+          "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends a byte after Metadata v13 "
+          "responses; clients ignore it"),
+    Quirk(API_VERSIONS, range(0, 1), "request", "trailing_bytes",
+          "known peer quirk: librdkafka pads ApiVersions v0 requests with 4 zero bytes; brokers ignore them"),
+    Quirk(9, range(0, 8), "response", "null",
+          "known peer quirk: librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
+          "which the spec does not allow; clients read it as empty"),
+)
+
+
+def explain(api_key: int | None, version: int | None, side: str, decoded: dict | None) -> str | None:
+    """The known quirk a decoded frame shows, if any."""
+    if decoded is None or api_key is None or version is None:
+        return None
+    kinds = {"trailing_bytes"} if decoded.get("trailing_bytes") else set()
+    if decoded.get("deviations"):
+        kinds.add("null")
+    for quirk in KNOWN:
+        if quirk.api_key == api_key and version in quirk.versions and quirk.side == side and quirk.kind in kinds:
+            return quirk.note
+    return None
