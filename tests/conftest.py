@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a property test there gates a merge; it does not explore):
+# .ci/run sets HYPOTHESIS_PROFILE=ci. Locally each run draws new examples.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_captures"

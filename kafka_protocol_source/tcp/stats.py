@@ -29,6 +29,7 @@ _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 OUT_OF_ORDER_WITHOUT_RTT_NS = 3_000_000  # Wireshark's threshold when no handshake was seen
 FAST_RETRANSMISSION_NS = 20_000_000  # a fast retransmission follows duplicate ACKs within 20 ms
+ACKED_UNSEEN = -1
 # A closed connection's stats wait this much capture time for late segments (retransmitted FINs,
 # the last ACK) before they are final; twice Linux's TIME_WAIT.
 LINGER_NS = 120 * 10**9
@@ -85,7 +86,7 @@ def _before(a: int, b: int) -> bool:
 
 class _Side:
     __slots__ = ("direction", "packets", "payload_bytes", "retransmissions", "out_of_order", "gaps",
-                 "bytes_missing", "nextseq", "nextseq_ns", "lastack", "lastack_ns", "dupacks")
+                 "bytes_missing", "nextseq", "nextseq_ns", "max_to_be_acked", "lastack", "lastack_ns", "dupacks")
 
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
@@ -93,8 +94,11 @@ class _Side:
         self.gaps = self.bytes_missing = 0
         self.nextseq: int | None = None  # one past the highest sequence number sent
         self.nextseq_ns = 0
+        self.max_to_be_acked: int | None = None  # the end of the contiguous data seen (maxseqtobeacked)
         self.lastack: int | None = None  # the last acknowledgement number this side sent
         self.lastack_ns = 0
+        # Duplicate ACKs since the acknowledgement number last changed; ACKED_UNSEEN once this side
+        # acknowledged data the capture never showed.
         self.dupacks = 0
 
     def frozen(self) -> DirectionStats:
@@ -133,11 +137,14 @@ class _Tracker:
         fwd.packets += 1
         fwd.payload_bytes += seglen
         self._handshake(seg, ns, flags)
-        if (flags & ACK and seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq
-                and seg.ack == fwd.lastack):
-            fwd.dupacks += 1  # (Wireshark also wants an unchanged window; segments do not carry it)
-        else:
-            fwd.dupacks = 0
+        if flags & ACK:
+            if (seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq
+                    and seg.ack == fwd.lastack):
+                # (Wireshark also wants an unchanged window; segments do not carry it)
+                fwd.dupacks = 1 if fwd.dupacks == ACKED_UNSEEN else fwd.dupacks + 1
+            elif seg.ack != fwd.lastack:
+                fwd.dupacks = 0
+            self._acked_unseen(rev, seg.ack)
         self._classify(fwd, rev, seg.seq, seglen, flags, ns)
         if flags & ACK:
             fwd.lastack, fwd.lastack_ns = seg.ack, ns
@@ -155,6 +162,22 @@ class _Tracker:
             if i is not None and (seg.src_ip, seg.src_port) == (i.src_ip, i.src_port):
                 self.handshake_ack_ns = ns
 
+    @staticmethod
+    def _acked_unseen(rev: _Side, ack: int) -> None:
+        """An ACK beyond the data seen from the peer: segments the capture missed.
+
+        Wireshark then moves the peer's boundary to what it has seen, or, when there is nothing
+        more to move, marks the peer's duplicate-ACK count, which its fast-retransmission test
+        (``dupacknum >= 2``, unsigned) then takes as satisfied; counts are checked against it.
+        """
+        boundary = rev.max_to_be_acked
+        if boundary is None or not _before(boundary, ack) or rev.nextseq is None:
+            return
+        if boundary > rev.nextseq:
+            rev.max_to_be_acked = rev.nextseq
+        else:
+            rev.dupacks = ACKED_UNSEEN
+
     def _classify(self, fwd: _Side, rev: _Side, seq: int, seglen: int, flags: int, ns: int) -> None:
         syn_fin = 1 if flags & (SYN | FIN) else 0
         nextseq = fwd.nextseq
@@ -166,6 +189,8 @@ class _Tracker:
         end = (seq + seglen + syn_fin) & _MASK
         if nextseq is None or _before(nextseq, end):
             fwd.nextseq, fwd.nextseq_ns = end, ns
+        if fwd.max_to_be_acked is None or seq == fwd.max_to_be_acked:
+            fwd.max_to_be_acked = fwd.nextseq
 
     def _retransmission_or_reordering(self, fwd: _Side, rev: _Side, seq: int, seglen: int, syn_fin: int,
                                       ns: int) -> None:
@@ -177,7 +202,8 @@ class _Tracker:
         if seglen and rev.lastack is not None and not _before(rev.lastack, end):
             fwd.retransmissions += 1  # spurious: the peer had acknowledged all of it
             return
-        if not_advanced and rev.dupacks >= 2 and rev.lastack == seq and ns - rev.lastack_ns < FAST_RETRANSMISSION_NS:
+        if (not_advanced and (rev.dupacks >= 2 or rev.dupacks == ACKED_UNSEEN) and rev.lastack == seq
+                and ns - rev.lastack_ns < FAST_RETRANSMISSION_NS):
             fwd.retransmissions += 1  # fast retransmission
             return
         rtt = self.handshake_rtt_ns

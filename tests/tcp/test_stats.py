@@ -97,6 +97,22 @@ def test_segments_swapped_within_the_rtt_are_out_of_order_not_retransmitted():
     assert side(stats, C).gaps == 0  # reassembly filled the hole
 
 
+def acked_unseen_then_resent() -> Script:
+    s = handshake(Script())
+    s.add(1.10, C, B, 1001, 5001, pb.ACK | pb.PSH, b"a")
+    s.add(1.11, B, C, 5001, 1002, pb.ACK | pb.PSH, b"b")
+    s.add(1.12, C, B, 1002, 5003, pb.ACK)  # acknowledges a byte of the broker's the capture missed
+    s.add(1.13, C, B, 1003, 5003, pb.ACK | pb.PSH, b"d")  # the byte at 1002 is missing...
+    return s.add(1.14, C, B, 1002, 5003, pb.ACK | pb.PSH, b"c")  # ... and comes within the RTT
+
+
+def test_a_segment_resent_after_an_ack_of_unseen_data_counts_as_wireshark_counts_it():
+    # Wireshark marks the broker's duplicate-ACK count when the client acknowledges data it never
+    # showed, and its fast-retransmission test then holds: a retransmission, not a reordering.
+    [stats] = acked_unseen_then_resent().stats()
+    assert (side(stats, C).retransmissions, side(stats, C).out_of_order) == (1, 0)
+
+
 def test_a_segment_never_captured_is_a_gap_of_its_length():
     s = handshake(Script())
     s.add(2, C, B, 1101, 5001, pb.ACK | pb.PSH, b"b" * 100)  # bytes 1001..1100 were sent, not captured
@@ -202,7 +218,7 @@ def assert_same_as_tshark(data: bytes, tmp_path):
 
 @needs_tshark
 @pytest.mark.parametrize("scenario", [clean_connection, timeout_retransmission, swapped_segments, spurious_retransmission,
-                                      keep_alives, reset_by_broker, reused_four_tuple], ids=lambda f: f.__name__)
+                                      keep_alives, reset_by_broker, reused_four_tuple, acked_unseen_then_resent], ids=lambda f: f.__name__)
 def test_each_scenario_agrees_with_tshark(scenario, tmp_path):
     assert_same_as_tshark(scenario().pcap(), tmp_path)
 
