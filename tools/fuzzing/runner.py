@@ -187,98 +187,125 @@ class _Slot:
         self.retiring = False
 
 
-def run(target, seed: int, indices: range, *, jobs: int = 1, limits: Limits = Limits(), batch: int = 200,
-        progress=None, keep_per_signature: int = 5) -> Result:
-    """Run ``target`` on every index in ``indices``; return what was found."""
-    ctx = mp.get_context("fork")
-    target.warm()
-    result = Result(keep_per_signature=keep_per_signature)
-    todo = deque((s, min(s + batch, indices.stop)) for s in range(indices.start, indices.stop, batch))
-    workers: list[_Slot] = []
-    started = time.monotonic()
-    last_report = started
+class _Pool:
+    """Worker processes, the batches still to run and what they found."""
 
-    def assign(w: _Slot) -> bool:
-        if not todo:
+    def __init__(self, target, seed: int, indices: range, jobs: int, limits: Limits, batch: int,
+                 keep_per_signature: int) -> None:
+        self.ctx = mp.get_context("fork")
+        self.target, self.seed, self.jobs, self.limits = target, seed, jobs, limits
+        self.result = Result(keep_per_signature=keep_per_signature)
+        self.todo = deque((s, min(s + batch, indices.stop)) for s in range(indices.start, indices.stop, batch))
+        self.workers: list[_Slot] = []
+
+    def busy(self) -> bool:
+        return bool(self.todo) or any(w.task for w in self.workers)
+
+    def assign(self, w: _Slot) -> bool:
+        if not self.todo:
             return False
-        w.task = todo.popleft()
+        w.task = self.todo.popleft()
         w.conn.send(w.task)
         return True
 
-    def lost(w: _Slot, category: str, signature: str, detail: str) -> None:
+    def spawn(self) -> None:
+        while len(self.workers) < self.jobs and self.todo:
+            w = _Slot(self.ctx, self.target, self.seed, self.limits)
+            self.workers.append(w)
+            self.assign(w)
+
+    def lost(self, w: _Slot, category: str, signature: str, detail: str) -> None:
         """A worker that will not report: charge its current input, hand on the rest of its batch."""
+        assert w.task is not None, "only a worker with a batch can lose it"
         start, stop = w.task
         current = int(w.slot[0]) if w.slot[1] else start
         current = min(max(current, start), stop - 1)
         if current > start:
-            todo.appendleft((start, current))  # done but unreported: run again (deterministic)
+            self.todo.appendleft((start, current))  # done but unreported: run again (deterministic)
         if current + 1 < stop:
-            todo.appendleft((current + 1, stop))
+            self.todo.appendleft((current + 1, stop))
         try:
-            case = target.generate(seed, current)
+            case = self.target.generate(self.seed, current)
             size, meta = case.size, case.meta()
-        except Exception:  # noqa: BLE001 - the record of the failure matters more than its size
+        except Exception:  # the record of the failure matters more than its size
             size, meta = 0, {}
-        result.add([Failure(current, Finding(category, signature, detail), size, meta)], 1)
+        self.result.add([Failure(current, Finding(category, signature, detail), size, meta)], 1)
         w.task = None
+        w.retiring = True
 
+    def collect(self) -> None:
+        """Wait up to a second, then take each busy worker's report, death or overrun."""
+        busy = [w for w in self.workers if w.task]
+        wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0)
+        for w in busy:
+            message = self._receive(w)
+            if message is not None:
+                start, reached, stop, failures, w.retiring = message
+                self.result.add(failures, reached - start)
+                if reached < stop:
+                    self.todo.appendleft((reached, stop))
+                w.task = None
+            elif not w.process.is_alive():
+                code = w.process.exitcode
+                name = signal.Signals(-code).name if code and code < 0 else f"exit {code}"
+                # SIGKILL from outside is almost always the kernel's out-of-memory killer.
+                category = MEMORY if code == -signal.SIGKILL else CRASH
+                self.lost(w, category, f"worker died ({name})", "the worker process ended while running this input")
+            elif w.slot[1] and time.monotonic() - w.slot[1] > self.limits.timeout_s + self.limits.grace_s:
+                w.process.kill()
+                w.process.join()
+                limit = self.limits.timeout_s + self.limits.grace_s
+                self.lost(w, HANG, "hang (killed: the timer did not fire)", f"ran past {limit} s")
+
+    @staticmethod
+    def _receive(w: _Slot):
+        if not w.conn.poll():
+            return None
+        try:
+            return w.conn.recv()
+        except (EOFError, OSError):
+            return None
+
+    def reassign_or_retire(self) -> None:
+        for w in list(self.workers):
+            if w.task is not None:
+                continue
+            if not w.retiring and self.assign(w):
+                continue
+            if not w.retiring:
+                w.conn.send(None)
+            w.process.join(timeout=10)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join()
+            w.conn.close()
+            self.workers.remove(w)
+
+    def kill_all(self) -> None:
+        for w in self.workers:
+            if w.process.is_alive():
+                w.process.kill()
+
+
+def run(target, seed: int, indices: range, *, jobs: int = 1, limits: Limits = Limits(), batch: int = 200,
+        progress=None, keep_per_signature: int = 5) -> Result:
+    """Run ``target`` on every index in ``indices``; return what was found."""
+    target.warm()
+    pool = _Pool(target, seed, indices, jobs, limits, batch, keep_per_signature)
+    started = last_report = time.monotonic()
     try:
-        while todo or any(w.task for w in workers):
-            while len(workers) < jobs and todo:
-                w = _Slot(ctx, target, seed, limits)
-                workers.append(w)
-                assign(w)
-            busy = [w for w in workers if w.task]
-            wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0)
-            for w in busy:
-                message = None
-                if w.conn.poll():
-                    try:
-                        message = w.conn.recv()
-                    except (EOFError, OSError):
-                        message = None
-                if message is not None:
-                    start, reached, stop, failures, w.retiring = message
-                    result.add(failures, reached - start)
-                    if reached < stop:
-                        todo.appendleft((reached, stop))
-                    w.task = None
-                elif not w.process.is_alive():
-                    code = w.process.exitcode
-                    name = signal.Signals(-code).name if code and code < 0 else f"exit {code}"
-                    # SIGKILL from outside is almost always the kernel's out-of-memory killer.
-                    category = MEMORY if code == -signal.SIGKILL else CRASH
-                    lost(w, category, f"worker died ({name})", "the worker process ended while running this input")
-                    w.retiring = True
-                elif w.slot[1] and time.monotonic() - w.slot[1] > limits.timeout_s + limits.grace_s:
-                    w.process.kill()
-                    w.process.join()
-                    lost(w, HANG, "hang (killed: the timer did not fire)", f"ran past {limits.timeout_s + limits.grace_s} s")
-                    w.retiring = True
-            for w in list(workers):
-                if w.task is not None:
-                    continue
-                if not w.retiring and todo:
-                    assign(w)
-                    continue
-                if not w.retiring:
-                    w.conn.send(None)
-                w.process.join(timeout=10)
-                if w.process.is_alive():
-                    w.process.kill()
-                    w.process.join()
-                w.conn.close()
-                workers.remove(w)
+        while pool.busy():
+            pool.spawn()
+            pool.collect()
+            pool.reassign_or_retire()
             now = time.monotonic()
             if progress and now - last_report >= 10:
                 last_report = now
-                progress(result, len(indices), now - started)
+                progress(pool.result, len(indices), now - started)
     finally:
-        for w in workers:
-            if w.process.is_alive():
-                w.process.kill()
-    result.seconds = time.monotonic() - started
-    return result
+        pool.kill_all()
+    pool.result.seconds = time.monotonic() - started
+    return pool.result
 
 
 def print_progress(result: Result, total: int, seconds: float) -> None:
