@@ -16,10 +16,7 @@ import cramjam
 from .errors import RecordsError
 from .lz4_frame import decompress_lz4_frames
 
-try:
-    import zstandard
-except ImportError:  # pragma: no cover - zstandard is a declared dependency
-    zstandard = None
+import zstandard
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _GZIP_STEP = 1 << 20
@@ -118,8 +115,6 @@ def _snappy_raw(block, limit: int):
 
 
 def _unzstd(data: bytes, limit: int) -> bytes:
-    if zstandard is None:  # pragma: no cover
-        raise RecordsError("zstd needs the zstandard package")
     # cramjam's zstd cannot stop part way, so a bomb would be fully inflated first.
     dctx = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
     view = memoryview(data)

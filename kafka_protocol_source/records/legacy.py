@@ -63,7 +63,7 @@ def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool, budg
 
 
 def _key_value(data: bytes, pos: int, end: int) -> tuple[bytes | None, bytes | None]:
-    fields = []
+    fields: list[bytes | None] = []
     for name in ("key", "value"):
         if end - pos < 4:
             raise RecordsError(f"message {name} length runs past the message end")

@@ -266,7 +266,7 @@ class _Table:
     def _count(self, seg: TcpSegment) -> None:
         src, dst = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
         key = self.latest.get((*src, *dst) if src <= dst else (*dst, *src))
-        tracker = self.live.get(key)
+        tracker = self.live.get(key) if key is not None else None
         if tracker is not None:  # else a late segment of a connection already given out
             tracker.segment(seg)
         self.now = seg.timestamp_ns
@@ -280,7 +280,7 @@ class _Table:
             self.ready.append(tracker.frozen())
 
     def event(self, ev: FlowEvent | StreamGap) -> None:
-        if ev.__class__ is StreamGap:
+        if isinstance(ev, StreamGap):
             tracker = self.live.get(ev.conn)
             if tracker is not None:
                 tracker.gap(ev)
@@ -321,8 +321,7 @@ def connection_stats(segments: Iterable[TcpSegment | CaptureIssue], *,
     table = _Table()
     ready = table.ready
     for ev in reassemble(table.tap(segments), max_buffered_bytes=max_buffered_bytes):
-        cls = ev.__class__
-        if cls is FlowEvent or cls is StreamGap:
+        if isinstance(ev, (FlowEvent, StreamGap)):
             table.event(ev)
         if ready:
             yield from ready

@@ -13,6 +13,8 @@ Owns the join and the row shape (``CONNECTION_COLUMNS``); not the reading of eit
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -93,8 +95,8 @@ class _Kafka:
     not_ok: int = 0
     error_responses: int = 0
     codes: set = field(default_factory=set)
-    first: object = None
-    last: object = None
+    first: datetime | None = None
+    last: datetime | None = None
 
 
 def _endpoints(connection_id: str) -> tuple[frozenset, int, str | None, str | None]:
@@ -156,6 +158,7 @@ class ConnectionsBuilder:
         tcp, kafka = self.tcp.get(join_key), self.kafka.get(join_key)
         if tcp is not None:
             return 0, tcp[0].first_packet, ""
+        assert kafka is not None, "a join key comes from a TCP connection or from exchanges"
         return 1, 0, kafka.connection_id
 
     def _client_of(self, stats: ConnectionStats) -> str:
@@ -172,19 +175,22 @@ class ConnectionsBuilder:
         row = dict.fromkeys(CONNECTION_COLUMNS)
         stats, capture_file = tcp if tcp is not None else (None, None)
         client = kafka.client if kafka is not None and kafka.client else None
-        if client is None and stats is not None:
-            client = self._client_of(stats)
+        broker: str | None
         if stats is not None:
+            client = client or self._client_of(stats)
             k = stats.key
             a, b = address(k.a_ip, k.a_port), address(k.b_ip, k.b_port)
             broker = b if client == a else a
             connection_id = f"{client}->{broker}#{k.instance}"
             self._tcp_columns(row, stats, client)
         else:
+            assert kafka is not None, "a join key comes from a TCP connection or from exchanges"
             broker = kafka.broker
             connection_id = kafka.connection_id
             row.update(first_packet_time=kafka.first, last_packet_time=kafka.last)
-        row.update(capture_file=capture_file or kafka.capture_file, connection_id=connection_id,
+        if capture_file is None and kafka is not None:
+            capture_file = kafka.capture_file
+        row.update(capture_file=capture_file, connection_id=connection_id,
                    client_address=client, broker_address=broker, kafka=kafka is not None)
         if kafka is not None:
             codes = sorted(kafka.codes)

@@ -26,8 +26,9 @@ class EpochTracker:
         self.names = names
         self.epochs: dict[tuple[str, int], Generation] = {}
         self.latest: dict[str, Generation] = {}
-        self.subscriptions: dict[tuple[str, str], list[str]] = {}
-        self.assignments: dict[tuple[str, str], list[dict]] = {}
+        # keyed by (group, member id); a member id the exchange did not carry is None
+        self.subscriptions: dict[tuple[str, str | None], list[str]] = {}
+        self.assignments: dict[tuple[str, str | None], list[dict]] = {}
 
     def knows(self, group: str | None) -> bool:
         return group in self.latest
@@ -58,6 +59,8 @@ class EpochTracker:
                     current.end("member_fenced", ex.response_time, member_id)
             return
         epoch = resp.get("member_epoch")
+        if epoch is None:  # a response decoded leniently without its epoch: nothing to place it in
+            return
         generation = self._epoch(group, epoch, ex, asked, member_id, current)
         member = generation.member(member_id)
         member.seen_in(ex)
@@ -90,8 +93,10 @@ class EpochTracker:
 
     def commit(self, ex) -> None:
         req = ex.request or {}
-        group = req.get("group_id")
-        generation = self.epochs.get((group, req.get("generation_id_or_member_epoch"))) or self.latest.get(group)
+        group, epoch = req.get("group_id"), req.get("generation_id_or_member_epoch")
+        if group is None:
+            return
+        generation = (self.epochs.get((group, epoch)) if epoch is not None else None) or self.latest.get(group)
         if generation is not None:
             generation.commit(ex, req, ex.response or {}, self.names)
 

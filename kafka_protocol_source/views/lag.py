@@ -39,7 +39,7 @@ def lag_rows(exchanges: Iterable) -> Iterator[dict]:
 class LagBuilder:
     def __init__(self):
         self.names = TopicNames()
-        self.sessions: dict[tuple[str, int], dict] = {}  # (connection, session id) -> {(topic, partition): offset}
+        self.sessions: dict[tuple[str, int | None], dict] = {}  # (connection, session id) -> {(topic, partition): offset}
         self.unnamed: list[dict] = []
 
     def add(self, ex) -> Iterator[dict]:

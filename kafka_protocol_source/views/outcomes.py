@@ -14,7 +14,7 @@ _SKIP = frozenset({"records"})  # record batches hold no error codes; do not wal
 
 def error_codes(body: dict) -> list[int]:
     found: set[int] = set()
-    stack = [body]
+    stack: list[dict | list] = [body]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):

@@ -221,3 +221,14 @@ def test_one_group_id_at_two_coordinators_is_two_groups():
     got = {(r["coordinator"], r["generation_id"], r["ended"]) for r in group_rows(both)}
     assert got == {(f"127.0.0.1:{tansu.broker_port}", 0, "end_of_capture"),
                    (f"127.0.0.1:{mock.broker_port}", 2, "member_left")}
+
+
+def test_a_heartbeat_answer_without_its_epoch_is_skipped_not_a_crash():
+    # A response decoded leniently (a peer that left the epoch out) carries member_epoch None;
+    # comparing it with the current epoch raised TypeError and lost the whole view.
+    g = GroupScript()
+    g.consumer_heartbeat("A", "a-1", 0, answer_epoch=1, subscribe=["t"])
+    g.consumer_heartbeat("A", "a-1", 1, answer_epoch=None)
+    g.consumer_heartbeat("A", "a-1", 1, answer_epoch=1)
+    [only] = group_rows(g.exchanges)
+    assert (only["generation_id"], only["heartbeats"]) == (1, 1)
