@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
 from .capture.source import detect_format
@@ -149,7 +149,7 @@ class CodecBodies:
 def _bundled_knowledge() -> tuple[KnownApis, dict[int, str]]:
     """What finding Kafka relies on, from the bundled definitions whatever ``specs`` says (see ``sniff``)."""
     registry = decoder_for(None).registry
-    names = {key: registry.api_name(key) for key in registry.api_keys()}
+    names = {key: name for key in registry.api_keys() if (name := registry.api_name(key)) is not None}
     return KnownApis.from_registry(registry, request_header_version), names
 
 
@@ -193,17 +193,7 @@ def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions
                   scope: ConnectionScope | None) -> Iterator[Exchange]:
     connections: dict[ConnectionKey, Connection] = {}
     contexts: dict[frozenset[int] | None, CaptureContext] = {None: ctx}
-
-    def open_connection(key: ConnectionKey, initiator) -> Connection | None:
-        taken = None if scope is None else scope((key.a_ip, key.a_port, key.b_ip, key.b_port))
-        if taken is False:
-            return None
-        if taken is True or taken is None:
-            return Connection(key, ctx, initiator)
-        if taken not in contexts:  # read for some apis only
-            contexts[taken] = replace(ctx, apis=taken & ctx.apis if ctx.apis is not None else taken)
-        return Connection(key, contexts[taken], initiator)
-
+    open_connection = partial(_open_connection, ctx, scope, contexts)
     out: list[Exchange] = []
     skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
     segments = _session_packets(paths, contexts, options.packet_limits)
@@ -218,15 +208,12 @@ def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions
             ev = None
         if ev is None:
             break
-        kind = type(ev)
-        if kind is CaptureIssue:
+        if isinstance(ev, CaptureIssue):
             if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and options.issues_here:
-                _, local = ctx.locate(ev.packet_index)
-                out.append(_capture_error(ctx, f"{ev.kind} at packet {local} (file offset {ev.file_offset}): "
-                                               f"{ev.detail}", packet=ev.packet_index))
+                out.append(_issue_row(ctx, ev))
         elif ev.conn not in skipped:
             try:
-                out += _route(ev, kind, connections, open_connection, skipped)
+                out += _route(ev, type(ev), connections, open_connection, skipped)
             except Exception as e:  # noqa: BLE001 - one connection's failure is that connection's row
                 skipped.add(ev.conn)
                 out.append(_internal_error(ctx, connections.pop(ev.conn, None), f"{type(e).__name__}: {e}"))
@@ -239,6 +226,26 @@ def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions
         except Exception as e:  # noqa: BLE001
             out.append(_internal_error(ctx, conn, f"{type(e).__name__}: {e}"))
     yield from out
+
+
+def _open_connection(ctx: CaptureContext, scope: ConnectionScope | None,
+                     contexts: dict[frozenset[int] | None, CaptureContext], key: ConnectionKey,
+                     initiator) -> Connection | None:
+    """A connection the scope takes (``contexts`` caches one context per set of apis), else None."""
+    taken = None if scope is None else scope((key.a_ip, key.a_port, key.b_ip, key.b_port))
+    if taken is False:
+        return None
+    if taken is True or taken is None:
+        return Connection(key, ctx, initiator)
+    if taken not in contexts:  # read for some apis only
+        contexts[taken] = replace(ctx, apis=taken & ctx.apis if ctx.apis is not None else taken)
+    return Connection(key, contexts[taken], initiator)
+
+
+def _issue_row(ctx: CaptureContext, issue: CaptureIssue) -> Exchange:
+    _, local = ctx.locate(issue.packet_index)
+    return _capture_error(ctx, f"{issue.kind} at packet {local} (file offset {issue.file_offset}): {issue.detail}",
+                          packet=issue.packet_index)
 
 
 def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[Exchange]:

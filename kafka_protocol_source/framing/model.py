@@ -34,15 +34,17 @@ class Frame:
 
     payload: bytes
     offset: int  # stream offset of the size prefix
-    first_ns: int  # capture time of the packet carrying its first byte
-    last_ns: int  # ... and of the packet carrying its last byte
-    first_packet: int  # index of that first packet in the capture file
+    # Capture times of the packets carrying its first and its last byte, and the index of that
+    # first packet in the capture file; None where no packet carried it (a dump, bytes never captured).
+    first_ns: int | None
+    last_ns: int | None
+    first_packet: int | None
 
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
     capture_file: str
-    connection_id: str
+    connection_id: str | None  # None on a capture_error row (it belongs to no connection)
     client_address: str | None  # "ip:port"
     broker_address: str | None
     request_time: datetime | None  # UTC; first byte of the request

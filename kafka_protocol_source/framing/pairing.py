@@ -154,7 +154,7 @@ class Pairer:
     def response(self, frame: Frame) -> None:
         payload = frame.payload
         correlation_id = _CORRELATION.unpack_from(payload)[0] if len(payload) >= 4 else None
-        pending = self.pending.pop(correlation_id, None)
+        pending = self.pending.pop(correlation_id, None) if correlation_id is not None else None
         if pending is None and correlation_id in self.unwanted:
             self.unwanted.discard(correlation_id)
             return
@@ -210,7 +210,7 @@ class Pairer:
                 self._emit(GAP, part, None, error=missing, raw_request=part.payload)
             return
         correlation_id = _CORRELATION.unpack_from(part.payload)[0] if len(part.payload) >= 4 else None
-        pending = self.pending.pop(correlation_id, None)
+        pending = self.pending.pop(correlation_id, None) if correlation_id is not None else None
         if pending is not None:
             self._emit_pending(pending, GAP, missing, response_frame=part, raw_response=part.payload)
         else:
@@ -259,6 +259,9 @@ class Pairer:
               request_span=None, response_span=None) -> None:
         ctx = self.ctx
         connection_id, client, broker = self.ids
+        api_key: int | None
+        api_version: int | None
+        client_id: str | None
         if header is not None:
             api_key, api_version, corr, client_id = (header.api_key, header.api_version, header.correlation_id,
                                                      header.client_id)

@@ -23,7 +23,7 @@ CONTROL_TYPE_NAMES = {
 _KEY = struct.Struct(">hh")
 _END_TXN_MARKER = struct.Struct(">hi")
 
-ControlDecoder = Callable[[int, bytes], dict]
+ControlDecoder = Callable[[int, bytes], dict | None]  # None: the definitions lack that control type
 
 
 def decode_control_record(key: bytes | None, value: bytes | None,
