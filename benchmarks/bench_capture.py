@@ -44,8 +44,10 @@ def _crafted_frames() -> list[bytes]:
 
     # Kafka-like mix: small requests, full-MSS fetch responses, pure ACKs.
     sizes = [60, 200, 1448, 1448, 1448, 0, 512]
-    return [b.ether(b.ipv4("10.0.0.1", "10.1.0.1", b.tcp(40000, 9092, 0, flags=0x18 if n else 0x10, payload=b"k" * n)))
-            for n in sizes]
+    return [
+        b.ether(b.ipv4("10.0.0.1", "10.1.0.1", b.tcp(40000, 9092, 0, flags=0x18 if n else 0x10, payload=b"k" * n)))
+        for n in sizes
+    ]
 
 
 def build_capture(path: Path, size_mb: int, seed: Path | None) -> None:
@@ -150,8 +152,9 @@ def run_reassemble_only_timed(path: Path) -> int:
 
 
 def run_tshark(path: Path) -> int:
-    out = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.number"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["tshark", "-r", str(path), "-T", "fields", "-e", "frame.number"], check=True, capture_output=True, text=True
+    ).stdout
     return out.count("\n")
 
 
@@ -190,8 +193,11 @@ def main() -> None:
     if args.path is None:
         args.path = Path("/tmp/kafka_wire_bench_samples.pcap" if args.samples else "/tmp/kafka_wire_bench.pcap")
     if args.samples:
-        BROKER_PORTS[:] = build_capture_from_samples(args.path, args.size_mb) if args.rebuild or not args.path.exists() \
+        BROKER_PORTS[:] = (
+            build_capture_from_samples(args.path, args.size_mb)
+            if args.rebuild or not args.path.exists()
             else sorted({port for _, port in sample_seeds()})
+        )
     elif args.rebuild or not args.path.exists():
         build_capture(args.path, args.size_mb, args.seed)
     mb = os.path.getsize(args.path) / 2**20
@@ -206,8 +212,11 @@ def main() -> None:
         # The light run is the baseline: full dissection with TCP desegmentation (and the Kafka
         # dissector on 9092) is shown too, since that is what a person running tshark would get.
         t = time.perf_counter()
-        subprocess.run(["tshark", "-r", str(args.path), "-n", "-o", "tcp.desegment_tcp_streams:FALSE", "-q", "-z", "io,stat,0"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["tshark", "-r", str(args.path), "-n", "-o", "tcp.desegment_tcp_streams:FALSE", "-q", "-z", "io,stat,0"],
+            check=True,
+            capture_output=True,
+        )
         tshark_time = time.perf_counter() - t
         rows.append(("tshark -n -q -z io,stat,0 (no deseg)", rows[0][1], tshark_time))
         if not args.quick_tshark:

@@ -32,11 +32,19 @@ from kafka_protocol_source import Decoder, decoder_for
 
 
 def records_batch(count: int, base_offset: int = 0) -> bytes:
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i in range(count):
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=b"key-%d" % i, value=b"v" * 100,
-                       headers=[("trace", b"abc")])
+        builder.append(
+            i, timestamp=1_700_000_000_000 + i, key=b"key-%d" % i, value=b"v" * 100, headers=[("trace", b"abc")]
+        )
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, base_offset)
     return bytes(data)
@@ -56,17 +64,42 @@ def request_frame(api_key: int, version: int, body: bytes, flexible: bool) -> by
 def cases():
     metadata = metadata12.MetadataRequest(
         topics=tuple(metadata12.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=f"topic-{i}") for i in range(3)),
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
     produce = produce9.ProduceRequest(
-        transactional_id=None, acks=1, timeout=datetime.timedelta(milliseconds=1000),
-        topic_data=(produce9.TopicProduceData(name="orders", partition_data=(
-            produce9.PartitionProduceData(index=0, records=records_batch(1000)),)),))
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(milliseconds=1000),
+        topic_data=(
+            produce9.TopicProduceData(
+                name="orders", partition_data=(produce9.PartitionProduceData(index=0, records=records_batch(1000)),)
+            ),
+        ),
+    )
     fetch = fetch12.FetchResponse(
-        throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, session_id=0, responses=(fetch12.FetchableTopicResponse(
-            topic="orders", partitions=tuple(fetch12.PartitionData(
-                partition_index=p, error_code=ErrorCode.none, high_watermark=300, last_stable_offset=300, log_start_offset=0,
-                aborted_transactions=None, preferred_read_replica=-1, records=records_batch(300))
-                for p in range(3))),))
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=(
+            fetch12.FetchableTopicResponse(
+                topic="orders",
+                partitions=tuple(
+                    fetch12.PartitionData(
+                        partition_index=p,
+                        error_code=ErrorCode.none,
+                        high_watermark=300,
+                        last_stable_offset=300,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=records_batch(300),
+                    )
+                    for p in range(3)
+                ),
+            ),
+        ),
+    )
     return [
         ("Metadata v12 request", metadata, request_frame(3, 12, kio_bytes(metadata), True), None, 0),
         ("Produce v9 request, 1000 records", produce, request_frame(0, 9, kio_bytes(produce), True), None, 1000),
@@ -116,7 +149,7 @@ def main() -> None:
         else:
             ours = lambda d=compiled, f=frame: d.decode_request(f)
             slow = lambda d=interpreted, f=frame: d.decode_request(f)
-            body = frame[struct.unpack_from(">h", frame, 8)[0] + 10 + 1:]
+            body = frame[struct.unpack_from(">h", frame, 8)[0] + 10 + 1 :]
         read = entity_reader(type(entity))
         kio = lambda b=body, r=read: r(b, 0)
         r_compiled, r_interp, r_kio = rate(ours, args.seconds), rate(slow, args.seconds), rate(kio, args.seconds)
@@ -126,8 +159,10 @@ def main() -> None:
             r_records = rate(records, args.seconds)
             row[4] = 1 / (1 / r_kio + 1 / r_records)
         rows.append(row)
-    print(f"{'message':36} {'compiled msg/s':>15} {'interp. msg/s':>14} {'compiled/interp':>15} "
-          f"{'kio msg/s':>10} {'ours/kio':>9} {'kio+kp records':>15} {'ours/that':>10}")
+    print(
+        f"{'message':36} {'compiled msg/s':>15} {'interp. msg/s':>14} {'compiled/interp':>15} "
+        f"{'kio msg/s':>10} {'ours/kio':>9} {'kio+kp records':>15} {'ours/that':>10}"
+    )
     for label, c, i, k, kr in rows:
         tail = f"{kr:15.0f} {c / kr:10.2f}" if kr else f"{'-':>15} {'-':>10}"
         print(f"{label:36} {c:15.0f} {i:14.0f} {c / i:15.2f} {k:10.0f} {c / k:9.2f} {tail}")

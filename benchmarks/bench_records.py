@@ -23,8 +23,7 @@ def build_batch(codec: int, count: int) -> bytes:
     for i in range(count):
         # Typical producer traffic: short keys, ~100-byte JSON-ish values, one header.
         value = b'{"id": %d, "user": "user-%d", "event": "click", "score": %d}' % (i, i % 97, i * 7)
-        builder.append(i, base + i, b"key-%d" % (i % 50), value.ljust(100, b" "),
-                       [("trace", b"%08d" % i)])
+        builder.append(i, base + i, b"key-%d" % (i % 50), value.ljust(100, b" "), [("trace", b"%08d" % i)])
     return bytes(builder.build())
 
 

@@ -38,8 +38,12 @@ def main() -> None:
     from kafka_protocol_source.report.html import render_html
     from kafka_protocol_source.spark import register
 
-    spark = (SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark = (
+        SparkSession.builder.master(args.master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     exchanges = spark.read.format("kafka-wire").load(str(capture))
@@ -51,8 +55,10 @@ def main() -> None:
     t2 = time.perf_counter()
     spark.stop()
     s = data.summary
-    print(f"capture {capture.stat().st_size / 2**20:.1f} MB, {s['exchanges']} exchanges, "
-          f"{s['produced_records'] + s['fetched_records']} records, master {args.master}")
+    print(
+        f"capture {capture.stat().st_size / 2**20:.1f} MB, {s['exchanges']} exchanges, "
+        f"{s['produced_records'] + s['fetched_records']} records, master {args.master}"
+    )
     print(f"compute_report (read + {len(data.results)} queries) {t1 - t0:8.1f} s")
     print(f"render_html                          {t2 - t1:8.2f} s")
     print(f"report size                          {len(html.encode()) / 1024:8.0f} KB")

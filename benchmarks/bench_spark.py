@@ -28,8 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SAMPLES = ROOT / "sample_captures"
-SEEDS = ["tansu_confluent_kafka_all_codecs.pcap", "mock_aiokafka_all_codecs.pcap", "mock_kafka_python_all_codecs.pcap",
-         "tansu_kafka_python_legacy_magic1_rejected.pcap"]
+SEEDS = [
+    "tansu_confluent_kafka_all_codecs.pcap",
+    "mock_aiokafka_all_codecs.pcap",
+    "mock_kafka_python_all_codecs.pcap",
+    "tansu_kafka_python_legacy_magic1_rejected.pcap",
+]
 
 MEASURES = [  # (name, view, action)
     ("exchanges count()", "exchanges", "count"),
@@ -37,8 +41,10 @@ MEASURES = [  # (name, view, action)
     ("records count()", "records", "count"),
     ("records collect(5 cols)", "records", "collect"),
 ]
-COLLECT_COLUMNS = {"exchanges": ["api_name", "status", "latency_ms", "request_time", "client_id"],
-                   "records": ["topic", "offset", "key", "value", "timestamp"]}
+COLLECT_COLUMNS = {
+    "exchanges": ["api_name", "status", "latency_ms", "request_time", "client_id"],
+    "records": ["topic", "offset", "key", "value", "timestamp"],
+}
 
 
 def build(path: Path, size_mb: int) -> None:
@@ -62,15 +68,23 @@ def measure(path: str, master: str) -> dict:
 
     import kafka_protocol_source
 
-    spark = (SparkSession.builder.master(master).appName("kafka-wire-bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.python.worker.reuse", "true")
-             .config("spark.driver.memory", "2g").getOrCreate())
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("kafka-wire-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     kafka_protocol_source.register(spark)
     # One split per core: every split reads all packets of the file and keeps its own connections,
     # so more splits than cores only repeat the packet parsing (4 per core measured 0.6-1.3x).
-    cores = int(master[len("local["):-1]) if master.startswith("local[") and master[6:-1].isdigit() else os.cpu_count()
+    cores = (
+        int(master[len("local[") : -1]) if master.startswith("local[") and master[6:-1].isdigit() else os.cpu_count()
+    )
     split = -(-os.path.getsize(path) // cores)
 
     def df(view):
@@ -106,8 +120,13 @@ def main() -> None:
     masters = args.masters.split(",")
     table = {}
     for master in masters:  # one after the other, each its own JVM
-        out = subprocess.run([sys.executable, __file__, "--path", str(args.path), "--child", master], check=True,
-                             capture_output=True, text=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+        out = subprocess.run(
+            [sys.executable, __file__, "--path", str(args.path), "--child", master],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        )
         table[master] = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"capture: {args.path} ({mb:.1f} MB); cores: {os.cpu_count()}")
     head = f"{'measure':28} {'master':10} {'rows':>9} {'seconds':>8} {'rows/s':>10} {'MB/s':>6}"

@@ -48,8 +48,11 @@ def main() -> None:
     args = parser.parse_args()
     rows = [
         ("load", best(load_json, args.repeat), best(load_krammar, args.repeat)),
-        ("load + resolve every version", best(lambda: resolve_all(load_json), args.repeat),
-         best(lambda: resolve_all(load_krammar), args.repeat)),
+        (
+            "load + resolve every version",
+            best(lambda: resolve_all(load_json), args.repeat),
+            best(lambda: resolve_all(load_krammar), args.repeat),
+        ),
     ]
     versions = resolve_all(load_json)
     print(f"{len(load_json().messages)} messages, {versions} message versions")

@@ -27,5 +27,14 @@ def register(spark) -> None:
     _register(spark)
 
 
-__all__ = ["CaptureOptions", "DecodeError", "Decoder", "Exchange", "decode_request", "decode_response", "decoder_for", "read_capture",
-           "register"]
+__all__ = [
+    "CaptureOptions",
+    "DecodeError",
+    "Decoder",
+    "Exchange",
+    "decode_request",
+    "decode_response",
+    "decoder_for",
+    "read_capture",
+    "register",
+]

@@ -70,22 +70,36 @@ class CaptureOptions:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
-def read_capture(path: str | os.PathLike | Sequence[str | os.PathLike], *,
-                 ports: Iterable[int] | None = DEFAULT_PORTS, detect_kafka: bool = True,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
-                 specs: str | None = None, apis: Iterable[int] | None = None,
-                 window_ns: tuple[int | None, int | None] | None = None,
-                 packet_limits: Mapping[str, int] | None = None,
-                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Exchange]:
+def read_capture(
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    ports: Iterable[int] | None = DEFAULT_PORTS,
+    detect_kafka: bool = True,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+    specs: str | None = None,
+    apis: Iterable[int] | None = None,
+    window_ns: tuple[int | None, int | None] | None = None,
+    packet_limits: Mapping[str, int] | None = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> Iterator[Exchange]:
     """Yield every Kafka exchange in the capture at ``path`` (see ``CaptureOptions``).
 
     ``path`` may be a list of captures of one session (rotated files, in time order): they are
     read as one capture, so connections, frames and exchanges span files; each row's
     ``capture_file`` is the file where its exchange started.
     """
-    options = CaptureOptions(frozenset(int(p) for p in ports or ()), detect_kafka, max_frame_size, max_buffered_bytes,
-                             specs, frozenset(apis) if apis is not None else None, window_ns, packet_limits or {},
-                             max_decompressed_bytes=max_decompressed_bytes)
+    options = CaptureOptions(
+        frozenset(int(p) for p in ports or ()),
+        detect_kafka,
+        max_frame_size,
+        max_buffered_bytes,
+        specs,
+        frozenset(apis) if apis is not None else None,
+        window_ns,
+        packet_limits or {},
+        max_decompressed_bytes=max_decompressed_bytes,
+    )
     return read_with(path, options)
 
 
@@ -93,9 +107,18 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
     """``read_capture`` with its options as one value, and only the connections ``scope`` takes."""
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
     known, names = _bundled_knowledge()
-    ctx = CaptureContext(paths[0], CodecBodies(decoder_for(options.specs), options.max_decompressed_bytes), known, options.ports,
-                         options.detect_kafka, options.max_frame_size, options.apis, options.window_ns,
-                         bundled_names=names, files=tuple(paths))
+    ctx = CaptureContext(
+        paths[0],
+        CodecBodies(decoder_for(options.specs), options.max_decompressed_bytes),
+        known,
+        options.ports,
+        options.detect_kafka,
+        options.max_frame_size,
+        options.apis,
+        options.window_ns,
+        bundled_names=names,
+        files=tuple(paths),
+    )
     try:
         detect_format(paths[0])
     except CaptureError as not_a_capture:
@@ -132,15 +155,22 @@ class CodecBodies:
 
     def decode_request(self, payload: bytes) -> dict:
         try:
-            return self.decoder.decode_request(payload, lenient=True,
-                                               max_decompressed_bytes=self.max_decompressed_bytes)
+            return self.decoder.decode_request(
+                payload, lenient=True, max_decompressed_bytes=self.max_decompressed_bytes
+            )
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict:
         try:
-            return self.decoder.decode_response(payload, api_key, api_version, request=request, lenient=True,
-                                                max_decompressed_bytes=self.max_decompressed_bytes)
+            return self.decoder.decode_response(
+                payload,
+                api_key,
+                api_version,
+                request=request,
+                lenient=True,
+                max_decompressed_bytes=self.max_decompressed_bytes,
+            )
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
 
@@ -189,8 +219,9 @@ def _session_packets(paths: list[str], contexts: dict, limits: Mapping[str, int]
         c.position = None
 
 
-def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions,
-                  scope: ConnectionScope | None) -> Iterator[Exchange]:
+def _read_packets(
+    paths: list[str], ctx: CaptureContext, options: CaptureOptions, scope: ConnectionScope | None
+) -> Iterator[Exchange]:
     connections: dict[ConnectionKey, Connection] = {}
     contexts: dict[frozenset[int] | None, CaptureContext] = {None: ctx}
     open_connection = partial(_open_connection, ctx, scope, contexts)
@@ -228,9 +259,13 @@ def _read_packets(paths: list[str], ctx: CaptureContext, options: CaptureOptions
     yield from out
 
 
-def _open_connection(ctx: CaptureContext, scope: ConnectionScope | None,
-                     contexts: dict[frozenset[int] | None, CaptureContext], key: ConnectionKey,
-                     initiator) -> Connection | None:
+def _open_connection(
+    ctx: CaptureContext,
+    scope: ConnectionScope | None,
+    contexts: dict[frozenset[int] | None, CaptureContext],
+    key: ConnectionKey,
+    initiator,
+) -> Connection | None:
     """A connection the scope takes (``contexts`` caches one context per set of apis), else None."""
     taken = None if scope is None else scope((key.a_ip, key.a_port, key.b_ip, key.b_port))
     if taken is False:
@@ -244,8 +279,11 @@ def _open_connection(ctx: CaptureContext, scope: ConnectionScope | None,
 
 def _issue_row(ctx: CaptureContext, issue: CaptureIssue) -> Exchange:
     _, local = ctx.locate(issue.packet_index)
-    return _capture_error(ctx, f"{issue.kind} at packet {local} (file offset {issue.file_offset}): {issue.detail}",
-                          packet=issue.packet_index)
+    return _capture_error(
+        ctx,
+        f"{issue.kind} at packet {local} (file offset {issue.file_offset}): {issue.detail}",
+        packet=issue.packet_index,
+    )
 
 
 def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[Exchange]:
@@ -274,16 +312,34 @@ def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[E
 def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> Exchange:
     """A failure of ours: said as such, with the connection it stopped, so it can be reported."""
     where = f"connection {conn.key}" if conn is not None else "the capture"
-    return replace(_capture_error(ctx, f"kafka-wire failed reading {where} (a bug; the rest of the file is read): "
-                                       f"{what}"),
-                   status=INTERNAL_ERROR, connection_id=conn.connection_label() if conn is not None else None)
+    return replace(
+        _capture_error(ctx, f"kafka-wire failed reading {where} (a bug; the rest of the file is read): {what}"),
+        status=INTERNAL_ERROR,
+        connection_id=conn.connection_label() if conn is not None else None,
+    )
 
 
 def _capture_error(ctx: CaptureContext, error: str, packet: int | None = None) -> Exchange:
     capture_file, local = ctx.locate(packet)
     return Exchange(
-        capture_file=capture_file, connection_id=None, client_address=None, broker_address=None,
-        request_time=None, response_time=None, latency_ms=None, api_key=None, api_name=None, api_version=None,
-        correlation_id=None, client_id=None, request_size=None, response_size=None, request=None, response=None,
-        status=CAPTURE_ERROR, error=error, request_packet=local,
-        completed_at=packet if packet is not None else ctx.position)
+        capture_file=capture_file,
+        connection_id=None,
+        client_address=None,
+        broker_address=None,
+        request_time=None,
+        response_time=None,
+        latency_ms=None,
+        api_key=None,
+        api_name=None,
+        api_version=None,
+        correlation_id=None,
+        client_id=None,
+        request_size=None,
+        response_size=None,
+        request=None,
+        response=None,
+        status=CAPTURE_ERROR,
+        error=error,
+        request_packet=local,
+        completed_at=packet if packet is not None else ctx.position,
+    )

@@ -60,7 +60,8 @@ def captured_bytes(path, max_buffered_bytes: int | None = None) -> dict[str, lis
         if type(ev) is StreamChunk and ev.data:
             d = ev.direction
             spans[_label(d.src_ip, d.src_port, d.dst_ip, d.dst_port, ev.conn.instance)].append(
-                (ev.offset, ev.offset + len(ev.data)))
+                (ev.offset, ev.offset + len(ev.data))
+            )
     return {label: _merge(s) for label, s in spans.items()}
 
 
@@ -98,8 +99,10 @@ def check_accounting(path, **options) -> list[str]:
             ends = label.rsplit("#", 1)[0].split("->")
             on_port = {int(e.rsplit(":", 1)[1]) for e in ends} & ports
             if on_port and len({int(e.rsplit(":", 1)[1]) for e in ends} & ports) == 1:
-                violations.append(f"{label}: {sum(b - a for a, b in intervals)} captured bytes on a broker port "
-                                  f"and no row for the connection")
+                violations.append(
+                    f"{label}: {sum(b - a for a, b in intervals)} captured bytes on a broker port "
+                    f"and no row for the connection"
+                )
             continue
         spans = sorted(claimed.get(label, []))
         for (a1, b1), (a2, b2) in zip(spans, spans[1:]):
@@ -109,6 +112,8 @@ def check_accounting(path, **options) -> list[str]:
         if got != intervals:
             have = sum(b - a for a, b in intervals)
             rows_hold = sum(b - a for a, b in got)
-            violations.append(f"{label}: captured {have} bytes in {intervals[:4]}{'...' if len(intervals) > 4 else ''}, "
-                              f"rows hold {rows_hold} in {got[:4]}{'...' if len(got) > 4 else ''}")
+            violations.append(
+                f"{label}: captured {have} bytes in {intervals[:4]}{'...' if len(intervals) > 4 else ''}, "
+                f"rows hold {rows_hold} in {got[:4]}{'...' if len(got) > 4 else ''}"
+            )
     return violations

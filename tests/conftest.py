@@ -23,12 +23,15 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors import the project from this venv
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("kafka-wire-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.python.worker.reuse", "true")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafka-wire-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -60,7 +60,7 @@ def one_side(segments, keep_port: int) -> Cut:
 def pieces(segments, count: int) -> list[Cut]:
     """``count`` consecutive pieces by segment count, as ``editcap -c`` cuts a capture."""
     size = -(-len(segments) // count)
-    return [Cut(tuple(segments[i:i + size])) for i in range(0, len(segments), size)]
+    return [Cut(tuple(segments[i : i + size])) for i in range(0, len(segments), size)]
 
 
 def _frame(s: TcpSegment) -> bytes:

@@ -27,8 +27,19 @@ from .test_readme import SETUP_MARK, setup_blocks
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_captures" / "tansu_confluent_kafka_all_codecs.pcap"
 SAMPLE_EXCHANGES = 69  # the capture's golden file has one line per exchange
-_NOT_COPIED = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__",
-                                     ".pytest_cache", ".hypothesis", "spark-warehouse", "benchmarks")
+_NOT_COPIED = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    "spark-warehouse",
+    "benchmarks",
+)
 
 DISCOVER = """
 import sys

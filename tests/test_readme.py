@@ -87,10 +87,14 @@ def test_sql_examples(spark, workdir, own_temp_views, index):
 @pytest.mark.parametrize("index", range(len([b for b in blocks("bash") if SETUP_MARK not in b])))
 def test_command_line_examples(workdir, index):
     code = [b for b in blocks("bash") if SETUP_MARK not in b][index]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=workdir, env=env,
-                            capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code], cwd=workdir, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip()
     assert not SPARK_LOG.search(result.stderr), result.stderr[-3000:]

@@ -16,9 +16,23 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 TSHARK = shutil.which("tshark")
-_FIELDS = ("tcp.stream", "frame.time_epoch", "ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport",
-           "tcp.len", "tcp.analysis.retransmission", "tcp.analysis.out_of_order", "tcp.analysis.lost_segment",
-           "tcp.analysis.initial_rtt", "tcp.flags.fin", "tcp.flags.reset")
+_FIELDS = (
+    "tcp.stream",
+    "frame.time_epoch",
+    "ip.src",
+    "ipv6.src",
+    "tcp.srcport",
+    "ip.dst",
+    "ipv6.dst",
+    "tcp.dstport",
+    "tcp.len",
+    "tcp.analysis.retransmission",
+    "tcp.analysis.out_of_order",
+    "tcp.analysis.lost_segment",
+    "tcp.analysis.initial_rtt",
+    "tcp.flags.fin",
+    "tcp.flags.reset",
+)
 
 
 @dataclass
@@ -59,8 +73,9 @@ def tcp_facts(path: str) -> tuple[StreamFacts, ...]:
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     streams: dict[int, StreamFacts] = {}
     for line in out.splitlines():
-        (stream, epoch, src4, src6, sport, _dst4, _dst6, _dport, length, retrans, ooo, lost, irtt, fin,
-         rst) = line.split("\t")
+        (stream, epoch, src4, src6, sport, _dst4, _dst6, _dport, length, retrans, ooo, lost, irtt, fin, rst) = (
+            line.split("\t")
+        )
         facts = streams.setdefault(int(stream), StreamFacts(int(stream), first_ns=_ns(epoch)))
         facts.last_ns = _ns(epoch)
         if irtt and facts.initial_rtt_ns is None:
@@ -82,8 +97,9 @@ _CONV = re.compile(r"^(\S+)\s+<->\s+(\S+)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S
 @functools.cache
 def conversations(path: str) -> tuple[tuple[str, str, int, int], ...]:
     """``-z conv,tcp``: (A, B, frames B -> A, frames A -> B) per conversation, as tshark lists them."""
-    out = subprocess.run([TSHARK, "-r", path, "-n", "-q", "-z", "conv,tcp"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [TSHARK, "-r", path, "-n", "-q", "-z", "conv,tcp"], check=True, capture_output=True, text=True
+    ).stdout
     rows = []
     for line in out.splitlines():
         m = _CONV.match(line)

@@ -40,7 +40,13 @@ def summarize(capture: Path, port: int) -> dict:
         elif "Response" in pdu:
             responses += 1
     keys = ", ".join(f"{name} v{'/'.join(map(str, sorted(versions)))}" for name, versions in sorted(requests.items()))
-    return {"packets": packets, "kafka_packets": len(infos), "pdus": len(pdus), "responses": responses, "requests": keys}
+    return {
+        "packets": packets,
+        "kafka_packets": len(infos),
+        "pdus": len(pdus),
+        "responses": responses,
+        "requests": keys,
+    }
 
 
 def main() -> int:
@@ -53,7 +59,9 @@ def main() -> int:
         manifest = json.loads(produced.read_text())
         capture = args.dir / manifest["capture"]
         s = summarize(capture, manifest["broker"]["port"])
-        print(f"| {capture.name} | {s['packets']} | {s['kafka_packets']} | {s['pdus']} ({s['responses']}) | {s['requests']} |")
+        print(
+            f"| {capture.name} | {s['packets']} | {s['kafka_packets']} | {s['pdus']} ({s['responses']}) | {s['requests']} |"
+        )
     return 0
 
 

@@ -61,30 +61,51 @@ def _opts(name: str, **kw) -> sessions.SessionOptions:
 
 
 SCENARIOS = (
-    Scenario("tansu_confluent_kafka_all_codecs", "tansu", "confluent_kafka", "tcpdump_lo",
-             _opts("confluent_kafka")),
-    Scenario("tansu_kafka_python_all_codecs_nano", "tansu", "kafka_python", "tcpdump_lo_nano",
-             _opts("kafka_python")),
-    Scenario("tansu_aiokafka_all_codecs", "tansu", "aiokafka", "tshark_pcapng",
-             _opts("aiokafka")),
+    Scenario("tansu_confluent_kafka_all_codecs", "tansu", "confluent_kafka", "tcpdump_lo", _opts("confluent_kafka")),
+    Scenario("tansu_kafka_python_all_codecs_nano", "tansu", "kafka_python", "tcpdump_lo_nano", _opts("kafka_python")),
+    Scenario("tansu_aiokafka_all_codecs", "tansu", "aiokafka", "tshark_pcapng", _opts("aiokafka")),
     # Tansu rejects magic 0/1 produce; the requests still carry legacy message sets.
-    Scenario("tansu_kafka_python_legacy_magic1_rejected", "tansu", "kafka_python", "tcpdump_lo",
-             _opts("kafka_python_legacy1", idempotent=False, api_version=(0, 10, 1), consume=False, retries=0),
-             LEGACY_CODECS),
+    Scenario(
+        "tansu_kafka_python_legacy_magic1_rejected",
+        "tansu",
+        "kafka_python",
+        "tcpdump_lo",
+        _opts("kafka_python_legacy1", idempotent=False, api_version=(0, 10, 1), consume=False, retries=0),
+        LEGACY_CODECS,
+    ),
     # The mock cluster has no CreateTopics/DescribeConfigs (topics appear on Metadata), and answers
     # ApiVersions v3+ with a body kafka-python cannot read, hence api_version=(2, 3) there.
-    Scenario("mock_confluent_kafka_all_codecs_any_sll2", "mock", "confluent_kafka", "tcpdump_any_sll2",
-             _opts("confluent_kafka", admin=False)),
-    Scenario("mock_kafka_python_all_codecs", "mock", "kafka_python", "tcpdump_lo",
-             _opts("kafka_python", admin=False, api_version=(2, 3))),
-    Scenario("mock_aiokafka_all_codecs", "mock", "aiokafka", "tcpdump_lo",
-             _opts("aiokafka", admin=False)),
-    Scenario("mock_kafka_python_legacy_magic1", "mock", "kafka_python", "tcpdump_lo",
-             _opts("kafka_python_legacy1", admin=False, idempotent=False, api_version=(0, 10, 1), retries=0),
-             LEGACY_CODECS),
-    Scenario("mock_kafka_python_legacy_magic0", "mock", "kafka_python", "tcpdump_lo",
-             _opts("kafka_python_legacy0", admin=False, idempotent=False, api_version=(0, 9), retries=0),
-             LEGACY_CODECS),
+    Scenario(
+        "mock_confluent_kafka_all_codecs_any_sll2",
+        "mock",
+        "confluent_kafka",
+        "tcpdump_any_sll2",
+        _opts("confluent_kafka", admin=False),
+    ),
+    Scenario(
+        "mock_kafka_python_all_codecs",
+        "mock",
+        "kafka_python",
+        "tcpdump_lo",
+        _opts("kafka_python", admin=False, api_version=(2, 3)),
+    ),
+    Scenario("mock_aiokafka_all_codecs", "mock", "aiokafka", "tcpdump_lo", _opts("aiokafka", admin=False)),
+    Scenario(
+        "mock_kafka_python_legacy_magic1",
+        "mock",
+        "kafka_python",
+        "tcpdump_lo",
+        _opts("kafka_python_legacy1", admin=False, idempotent=False, api_version=(0, 10, 1), retries=0),
+        LEGACY_CODECS,
+    ),
+    Scenario(
+        "mock_kafka_python_legacy_magic0",
+        "mock",
+        "kafka_python",
+        "tcpdump_lo",
+        _opts("kafka_python_legacy0", admin=False, idempotent=False, api_version=(0, 9), retries=0),
+        LEGACY_CODECS,
+    ),
 )
 
 TCPFLOW_SOURCE = "tansu_confluent_kafka_all_codecs"
@@ -116,8 +137,9 @@ def client_version(client: str) -> str:
 def record_scenario(scenario: Scenario, out: Path) -> Path:
     capture = out / scenario.file_name
     sniffer = sniffers.SNIFFERS[scenario.sniffer]
-    records = payloads.plan_records(scenario.name, scenario.options.topic, scenario.codecs,
-                                    with_headers=scenario.magic == 2)
+    records = payloads.plan_records(
+        scenario.name, scenario.options.topic, scenario.codecs, with_headers=scenario.magic == 2
+    )
     with BROKERS[scenario.broker]() as broker:
         log.info("%s: %s on %s, capturing with %s", scenario.name, broker.version, broker.bootstrap, sniffer.name)
         with sniffers.sniffing(sniffer, capture, broker.port) as sniffer_log:
@@ -127,10 +149,15 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     manifest = {
         "capture": scenario.file_name,
         "broker": {"name": broker.name, "version": broker.version, "port": broker.port},
-        "client": {"name": scenario.client, "version": client_version(scenario.client),
-                   "api_version": list(scenario.options.api_version) if scenario.options.api_version else None},
+        "client": {
+            "name": scenario.client,
+            "version": client_version(scenario.client),
+            "api_version": list(scenario.options.api_version) if scenario.options.api_version else None,
+        },
         "link_type": sniffer.link_type,
-        "records": [payloads.record_to_json(r, outcomes.get(r, missing), scenario.client, scenario.magic) for r in records],
+        "records": [
+            payloads.record_to_json(r, outcomes.get(r, missing), scenario.client, scenario.magic) for r in records
+        ],
     }
     produced = out / f"{scenario.name}.produced.json"
     produced.write_text(json.dumps(manifest, indent=1) + "\n")
@@ -146,8 +173,8 @@ def request_api_keys(stream: bytes) -> set[int]:
     """API keys of the size-prefixed requests in a client->broker stream (int32 size, int16 key)."""
     keys, offset = set(), 0
     while offset + 6 <= len(stream):
-        size = int.from_bytes(stream[offset:offset + 4], "big", signed=True)
-        keys.add(int.from_bytes(stream[offset + 4:offset + 6], "big", signed=True))
+        size = int.from_bytes(stream[offset : offset + 4], "big", signed=True)
+        keys.add(int.from_bytes(stream[offset + 4 : offset + 6], "big", signed=True))
         offset += 4 + max(size, 0)
     return keys
 

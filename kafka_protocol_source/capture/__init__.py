@@ -18,6 +18,15 @@ from .reader import read_packets
 from .source import detect_format
 
 __all__ = [
-    "read_packets", "detect_format", "CaptureError", "CaptureFormat", "CaptureIssue", "TcpSegment",
-    "FIN", "SYN", "RST", "PSH", "ACK",
+    "read_packets",
+    "detect_format",
+    "CaptureError",
+    "CaptureFormat",
+    "CaptureIssue",
+    "TcpSegment",
+    "FIN",
+    "SYN",
+    "RST",
+    "PSH",
+    "ACK",
 ]

@@ -29,7 +29,10 @@ LINKTYPE_LOOP = 108
 LINKTYPE_LINUX_SLL = 113
 LINKTYPE_LINUX_SLL2 = 276
 RAW_IP_LINKTYPES = frozenset({101, 12, 14, 228, 229})
-SUPPORTED_LINKTYPES = frozenset({LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_LOOP, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2}) | RAW_IP_LINKTYPES
+SUPPORTED_LINKTYPES = (
+    frozenset({LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_LOOP, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2})
+    | RAW_IP_LINKTYPES
+)
 
 _VLAN_ETHERTYPES = frozenset({0x8100, 0x88A8, 0x9100})
 _ETHERTYPE_VERSION = {0x0800: 4, 0x86DD: 6}
@@ -135,8 +138,12 @@ class PacketDecoder:
             key = (4, src, dst, ident, proto)
             if missing:
                 self._frag.poison(key, ts, index, offset)
-                return CaptureIssue(index, offset, "fragment_truncated", f"IPv4 fragment of datagram {ident:#x} cut by {missing} bytes")
-            done = self._frag.add(key, (frag & 0x1FFF) * 8, bool(frag & 0x2000), bytes(data[off + ihl : end]), proto, ts, index, offset)
+                return CaptureIssue(
+                    index, offset, "fragment_truncated", f"IPv4 fragment of datagram {ident:#x} cut by {missing} bytes"
+                )
+            done = self._frag.add(
+                key, (frag & 0x1FFF) * 8, bool(frag & 0x2000), bytes(data[off + ihl : end]), proto, ts, index, offset
+            )
             if done is None:
                 return None
             payload = done[0]
@@ -181,8 +188,15 @@ class PacketDecoder:
                 key = (6, src, dst, ident)
                 if missing:
                     self._frag.poison(key, ts, index, offset)
-                    return CaptureIssue(index, offset, "fragment_truncated", f"IPv6 fragment of datagram {ident:#x} cut by {missing} bytes")
-                done = self._frag.add(key, off_m & 0xFFF8, bool(off_m & 1), bytes(data[pos:end]), nxt, ts, index, offset)
+                    return CaptureIssue(
+                        index,
+                        offset,
+                        "fragment_truncated",
+                        f"IPv6 fragment of datagram {ident:#x} cut by {missing} bytes",
+                    )
+                done = self._frag.add(
+                    key, off_m & 0xFFF8, bool(off_m & 1), bytes(data[pos:end]), nxt, ts, index, offset
+                )
                 if done is None:
                     return None
                 payload, first_nh = done
@@ -209,4 +223,6 @@ class PacketDecoder:
         names = self._names
         s = names.get(src) or self._name(src)
         d = names.get(dst) or self._name(dst)
-        return new_tcp_segment(ts, s, sport, d, dport, seq, ack, off_flags & 0x1FF, bytes(data[pos + doff : end]), missing, index, offset)
+        return new_tcp_segment(
+            ts, s, sport, d, dport, seq, ack, off_flags & 0x1FF, bytes(data[pos + doff : end]), missing, index, offset
+        )

@@ -42,9 +42,13 @@ class FragmentReassembler:
         if not g.poisoned and g.done is None:
             have = sum(len(p) for _, p in g.pieces)
             self.issues.append(
-                CaptureIssue(g.first_index, g.first_offset, "fragment_incomplete",
-                             f"IPv{key[0]} datagram id {key[3]:#x}: {why} with {len(g.pieces)} fragments, {have} bytes"
-                             + (f" of {g.total}" if g.total is not None else ""))
+                CaptureIssue(
+                    g.first_index,
+                    g.first_offset,
+                    "fragment_incomplete",
+                    f"IPv{key[0]} datagram id {key[3]:#x}: {why} with {len(g.pieces)} fragments, {have} bytes"
+                    + (f" of {g.total}" if g.total is not None else ""),
+                )
             )
 
     def _expire(self, ts: int) -> None:
@@ -74,8 +78,9 @@ class FragmentReassembler:
         g.poisoned = True
         g.pieces = []
 
-    def add(self, key: tuple, frag_offset: int, more: bool, payload: bytes, proto: int,
-            ts: int, index: int, offset: int) -> tuple[bytes, int] | None:
+    def add(
+        self, key: tuple, frag_offset: int, more: bool, payload: bytes, proto: int, ts: int, index: int, offset: int
+    ) -> tuple[bytes, int] | None:
         """Add one fragment; return (datagram payload, upper protocol) once the datagram is whole."""
         g = self._group(key, ts, index, offset)
         if g.done is not None:
@@ -87,7 +92,9 @@ class FragmentReassembler:
             return None
         end = frag_offset + len(payload)
         if end > MAX_DATAGRAM:
-            self.issues.append(CaptureIssue(index, offset, "bad_ip_header", f"fragment ends at {end}, beyond {MAX_DATAGRAM}"))
+            self.issues.append(
+                CaptureIssue(index, offset, "bad_ip_header", f"fragment ends at {end}, beyond {MAX_DATAGRAM}")
+            )
             return None
         if not more and g.total is None:
             g.total = end

@@ -45,7 +45,14 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
             sec, frac, caplen, orig_len = unpack_record(buf, pos)
             end = pos + 16 + caplen
             if end <= size:
-                yield (index, base + pos, sec * 1_000_000_000 + frac * frac_to_ns, linktype, mv[pos + 16 : end], orig_len)
+                yield (
+                    index,
+                    base + pos,
+                    sec * 1_000_000_000 + frac * frac_to_ns,
+                    linktype,
+                    mv[pos + 16 : end],
+                    orig_len,
+                )
                 index += 1
                 pos = end
                 continue

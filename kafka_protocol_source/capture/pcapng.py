@@ -28,7 +28,18 @@ MAX_BLOCK = 1 << 26
 # Shortest possible block of each type we read: 12 bytes of framing and its fixed fields.
 _SHORTEST = {IDB: 20, PB: 32, SPB: 16, EPB: 32}
 
-_LE = {k: struct.Struct("<" + f) for k, f in (("blk", "II"), ("epb", "IIIII"), ("pb", "HHIIII"), ("u32", "I"), ("idb", "HHI"), ("opt", "HH"), ("i64", "q"))}
+_LE = {
+    k: struct.Struct("<" + f)
+    for k, f in (
+        ("blk", "II"),
+        ("epb", "IIIII"),
+        ("pb", "HHIIII"),
+        ("u32", "I"),
+        ("idb", "HHI"),
+        ("opt", "HH"),
+        ("i64", "q"),
+    )
+}
 _BE = {k: struct.Struct(">" + s.format[1:]) for k, s in _LE.items()}
 
 
@@ -57,9 +68,13 @@ class _Interface:
         if self.told_bad_time:
             return None
         self.told_bad_time = True
-        return CaptureIssue(index, offset, "bad_timestamp",
-                            f"interface {self.number} (if_tsresol {self.tsresol:#x}, if_tsoffset {self.offset_s} s) "
-                            f"puts packets at {ns} ns since 1970, outside 1970..2200: their times are unknown")
+        return CaptureIssue(
+            index,
+            offset,
+            "bad_timestamp",
+            f"interface {self.number} (if_tsresol {self.tsresol:#x}, if_tsoffset {self.offset_s} s) "
+            f"puts packets at {ns} ns since 1970, outside 1970..2200: their times are unknown",
+        )
 
 
 def _parse_idb(number: int, body: memoryview, st: dict) -> tuple[_Interface, str | None]:
@@ -105,7 +120,9 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                 elif bom == b"\x1a\x2b\x3c\x4d":
                     st = _BE
                 else:
-                    yield CaptureIssue(index, base + pos, "corrupt_file", f"section header with byte-order magic {bytes(bom).hex()}")
+                    yield CaptureIssue(
+                        index, base + pos, "corrupt_file", f"section header with byte-order magic {bytes(bom).hex()}"
+                    )
                     return
                 btype = SHB
             total = st["u32"].unpack_from(buf, pos + 4)[0]
@@ -119,7 +136,12 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
             end = pos + total
             if end <= size:
                 if total < _SHORTEST.get(btype, 12):
-                    yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} is {total} bytes, too short for its fields")
+                    yield CaptureIssue(
+                        index,
+                        base + pos,
+                        "corrupt_file",
+                        f"block of type {btype:#x} is {total} bytes, too short for its fields",
+                    )
                     index += btype != IDB
                 elif btype == EPB:
                     iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
@@ -133,7 +155,12 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                             ts = 0
                         yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
                     else:
-                        yield CaptureIssue(index, base + pos, "corrupt_file", f"enhanced packet block for interface {iface_id} of {len(interfaces)} with {caplen} bytes in a {total}-byte block")
+                        yield CaptureIssue(
+                            index,
+                            base + pos,
+                            "corrupt_file",
+                            f"enhanced packet block for interface {iface_id} of {len(interfaces)} with {caplen} bytes in a {total}-byte block",
+                        )
                     index += 1
                 elif btype == SPB:
                     orig_len = st["u32"].unpack_from(buf, pos + 8)[0]
@@ -143,7 +170,9 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                         # SPB carries no timestamp: 0 says "unknown" rather than inventing one.
                         yield (index, base + pos, 0, itf.linktype, mv[pos + 12 : pos + 12 + caplen], orig_len)
                     else:
-                        yield CaptureIssue(index, base + pos, "corrupt_file", "simple packet block before any interface description")
+                        yield CaptureIssue(
+                            index, base + pos, "corrupt_file", "simple packet block before any interface description"
+                        )
                     index += 1
                 elif btype == PB:
                     iface_id, _drops, ts_hi, ts_lo, caplen, orig_len = st["pb"].unpack_from(buf, pos + 8)
@@ -157,7 +186,12 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                             ts = 0
                         yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
                     else:
-                        yield CaptureIssue(index, base + pos, "corrupt_file", f"packet block for interface {iface_id} of {len(interfaces)}")
+                        yield CaptureIssue(
+                            index,
+                            base + pos,
+                            "corrupt_file",
+                            f"packet block for interface {iface_id} of {len(interfaces)}",
+                        )
                     index += 1
                 elif btype == IDB:
                     interface, problem = _parse_idb(len(interfaces), mv[pos + 8 : end - 4], st)

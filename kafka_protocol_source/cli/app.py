@@ -117,9 +117,13 @@ def _check_before_spark(command: Command) -> InputSize:
     if not files:
         raise UsageError(f"no capture files in {', '.join(command.paths)}")
     if not _java_available():
-        raise UsageError("Spark needs Java (17 or newer): install a JDK, e.g. "
-                         "'apt-get install openjdk-17-jre-headless', or set JAVA_HOME.")
-    return InputSize(len(files), sum(os.path.getsize(f) for f in files), len(plan_partitions(files, options.split_size)))
+        raise UsageError(
+            "Spark needs Java (17 or newer): install a JDK, e.g. "
+            "'apt-get install openjdk-17-jre-headless', or set JAVA_HOME."
+        )
+    return InputSize(
+        len(files), sum(os.path.getsize(f) for f in files), len(plan_partitions(files, options.split_size))
+    )
 
 
 def _json_list(paths: list[str]) -> str:

@@ -61,35 +61,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kafka-wire {version()}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--ports", default="9092", help="broker ports, comma-separated (default 9092)")
-    common.add_argument("--specs", help="message definitions to decode with: a directory of Kafka JSON files "
-                                        "or a krammar file (default: the bundled specs)")
-    common.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="any other kafka-wire read option (repeatable)")
+    common.add_argument(
+        "--specs",
+        help="message definitions to decode with: a directory of Kafka JSON files "
+        "or a krammar file (default: the bundled specs)",
+    )
+    common.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other kafka-wire read option (repeatable)",
+    )
     common.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    common.add_argument("--verbose", action="store_true",
-                        help="Spark's own log and progress bars (and web UI) instead of the quiet defaults")
-    common.add_argument("--no-progress", action="store_true",
-                        help="no progress line on stderr (it is shown only when stderr is a terminal)")
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        help="Spark's own log and progress bars (and web UI) instead of the quiet defaults",
+    )
+    common.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line on stderr (it is shown only when stderr is a terminal)",
+    )
     results = argparse.ArgumentParser(add_help=False)
-    results.add_argument("--format", choices=FORMATS,
-                         help="how to print results: table (default), csv or json (JSON lines)")
-    results.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS, metavar="N",
-                         help=f"table format: show at most N rows, then say how many were left out "
-                              f"(default {DEFAULT_MAX_ROWS}; 0: all)")
+    results.add_argument(
+        "--format", choices=FORMATS, help="how to print results: table (default), csv or json (JSON lines)"
+    )
+    results.add_argument(
+        "--max-rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        metavar="N",
+        help=f"table format: show at most N rows, then say how many were left out (default {DEFAULT_MAX_ROWS}; 0: all)",
+    )
 
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     report = sub.add_parser("report", parents=[common], help="print a traffic summary of the captures")
     report.add_argument("paths", nargs="+", help=PATHS_HELP)
     report.add_argument("--top", type=int, default=10, help="how many topics to list")
     report.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots to FILE")
-    sql = sub.add_parser("sql", parents=[common, results],
-                         help="run SQL over the views exchanges and records (several queries: one session)")
+    sql = sub.add_parser(
+        "sql",
+        parents=[common, results],
+        help="run SQL over the views exchanges and records (several queries: one session)",
+    )
     sql.add_argument("args", nargs="+", metavar="PATH_OR_QUERY", help=f"{PATHS_HELP}, then one or more queries")
-    sql.add_argument("--output", action="append", default=[], metavar="FILE_OR_DIR",
-                     help="write the result there instead of stdout: .csv, .json/.jsonl, or Parquet for a "
-                          "path ending in .parquet or a directory; - is stdout (one --output per query)")
-    shell = sub.add_parser("shell", parents=[common, results],
-                           help="read queries from stdin, one per line, over one Spark session")
+    sql.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="FILE_OR_DIR",
+        help="write the result there instead of stdout: .csv, .json/.jsonl, or Parquet for a "
+        "path ending in .parquet or a directory; - is stdout (one --output per query)",
+    )
+    shell = sub.add_parser(
+        "shell", parents=[common, results], help="read queries from stdin, one per line, over one Spark session"
+    )
     shell.add_argument("paths", nargs="+", help=PATHS_HELP)
     return parser
 
@@ -120,8 +148,12 @@ def parse_command(argv: list[str] | None) -> Command:
         if key.lower() == "view":
             raise UsageError("--option view: the command registers both views, exchanges and records")
         options[key] = value
-    common = dict(options=options, master=args.master, verbose=args.verbose,
-                  progress=not args.no_progress and not args.verbose and sys.stderr.isatty())
+    common = dict(
+        options=options,
+        master=args.master,
+        verbose=args.verbose,
+        progress=not args.no_progress and not args.verbose and sys.stderr.isatty(),
+    )
     if args.command == "report":
         return Command("report", args.paths, top=args.top, html=args.html, **common)
     if args.max_rows < 0:
@@ -130,15 +162,25 @@ def parse_command(argv: list[str] | None) -> Command:
         return Command("shell", args.paths, format=args.format or "table", max_rows=args.max_rows, **common)
     paths, queries = split_paths_and_queries(args.args)
     if args.output and len(args.output) != len(queries):
-        raise UsageError(f"{len(queries)} quer{'y' if len(queries) == 1 else 'ies'} and {len(args.output)} "
-                         f"--output: give one --output per query, or none")
+        raise UsageError(
+            f"{len(queries)} quer{'y' if len(queries) == 1 else 'ies'} and {len(args.output)} "
+            f"--output: give one --output per query, or none"
+        )
     try:
-        destinations = [destination_for(args.output[i] if args.output else None, args.format)
-                        for i in range(len(queries))]
+        destinations = [
+            destination_for(args.output[i] if args.output else None, args.format) for i in range(len(queries))
+        ]
     except ValueError as e:
         raise UsageError(str(e)) from e
-    return Command("sql", paths, queries=queries, destinations=destinations, format=args.format or "table",
-                   max_rows=args.max_rows, **common)
+    return Command(
+        "sql",
+        paths,
+        queries=queries,
+        destinations=destinations,
+        format=args.format or "table",
+        max_rows=args.max_rows,
+        **common,
+    )
 
 
 def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:
@@ -150,8 +192,10 @@ def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:
     else:
         paths, queries = args[:-1], args[-1:]
     if not paths or not queries:
-        raise UsageError("sql needs one or more paths, then one or more queries: "
-                         "kafka-wire sql capture.pcap \"SELECT api_name, count(*) FROM exchanges GROUP BY 1\"")
+        raise UsageError(
+            "sql needs one or more paths, then one or more queries: "
+            'kafka-wire sql capture.pcap "SELECT api_name, count(*) FROM exchanges GROUP BY 1"'
+        )
     return paths, queries
 
 

@@ -55,6 +55,7 @@ def destination_for(output: str | None, fmt: str | None) -> Destination:
 
 # -- values as text ---------------------------------------------------------------------
 
+
 def json_value(value):
     """A Spark value as what ``json.dumps`` takes, losing nothing (binary as base64)."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -116,14 +117,14 @@ def _bytes_text(raw: bytes) -> str:
 
 # -- writers ----------------------------------------------------------------------------
 
+
 def render_table(columns: list[str], cells: list[list[str]], numeric: list[bool] | None = None) -> str:
     """Aligned columns under a header, numbers to the right."""
     numeric = numeric or [False] * len(columns)
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
 
     def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric)).rstrip()
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
 
     return "\n".join([line(columns), "  ".join("-" * w for w in widths), *(line(row) for row in cells)])
 
@@ -139,8 +140,10 @@ def write_table(df, out, max_rows: int, quiet=contextlib.nullcontext) -> int:
         if not max_rows or total <= max_rows:
             rows.append(row)
     cells = [[table_text(v) for v in row] for row in rows]
-    numeric = [any(r[i] is not None for r in rows) and all(_is_number(r[i]) for r in rows if r[i] is not None)
-               for i in range(len(columns))]
+    numeric = [
+        any(r[i] is not None for r in rows) and all(_is_number(r[i]) for r in rows if r[i] is not None)
+        for i in range(len(columns))
+    ]
     hidden = total - len(rows)
     if hidden:
         footer = f"({total:,} rows, {hidden:,} not shown: --max-rows 0 shows all, --format csv or json writes all)"

@@ -49,11 +49,15 @@ def start_session(master: str, verbose: bool):
     from pyspark.java_gateway import launch_gateway  # noqa: PLC0415
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
-    conf = (SparkConf().setMaster(master).setAppName("kafka-wire")
-            .set("spark.sql.session.timeZone", "UTC")
-            .set("spark.sql.python.filterPushdown.enabled", "true")
-            .set("spark.ui.showConsoleProgress", "true" if verbose else "false")
-            .set("spark.ui.enabled", "true" if verbose else "false"))
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName("kafka-wire")
+        .set("spark.sql.session.timeZone", "UTC")
+        .set("spark.sql.python.filterPushdown.enabled", "true")
+        .set("spark.ui.showConsoleProgress", "true" if verbose else "false")
+        .set("spark.ui.enabled", "true" if verbose else "false")
+    )
     jvm_log = None
     popen_kwargs = {}
     if not verbose:

@@ -14,15 +14,16 @@ import sys
 from .errors import OK, describe
 from .output import Destination, write
 
-HELP = ("views: exchanges (one row per request/response; traffic is the same view), records (one row "
-        "per record). One query per line, e.g. SELECT api_name, count(*) FROM exchanges GROUP BY 1; "
-        "DESCRIBE exchanges; quit to leave.")
+HELP = (
+    "views: exchanges (one row per request/response; traffic is the same view), records (one row "
+    "per record). One query per line, e.g. SELECT api_name, count(*) FROM exchanges GROUP BY 1; "
+    "DESCRIBE exchanges; quit to leave."
+)
 PROMPT = "kafka-wire> "
 _QUIT = frozenset({"quit", "exit", "\\q"})
 
 
-def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress,
-              quiet=contextlib.nullcontext) -> int:
+def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress, quiet=contextlib.nullcontext) -> int:
     interactive = stdin.isatty()
     if interactive:
         with contextlib.suppress(ImportError):

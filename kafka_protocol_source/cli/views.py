@@ -28,8 +28,7 @@ class Summary:
     problem: str | None  # what a row that is not Kafka says, e.g. why the file did not read
 
     def describe(self) -> str:
-        text = (f"{self.exchanges} exchanges on {self.connections} connections, "
-                f"{self.first} .. {self.last} UTC")
+        text = f"{self.exchanges} exchanges on {self.connections} connections, {self.first} .. {self.last} UTC"
         return text + (f"; {self.not_ok} not ok" if self.not_ok else "")
 
 
@@ -64,7 +63,9 @@ def summarize(spark) -> Summary:
 def no_kafka_message(paths: list[str], summary: Summary, ports: str) -> str:
     where = ", ".join(paths)
     if summary.exchanges == 0:
-        return (f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, "
-                f"others found by decoding first requests); name the brokers' ports with --ports")
+        return (
+            f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, "
+            f"others found by decoding first requests); name the brokers' ports with --ports"
+        )
     rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
     return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"

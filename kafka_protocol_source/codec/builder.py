@@ -9,8 +9,17 @@ from __future__ import annotations
 from ..spec.ir import ALWAYS_NULLABLE, Field, Struct
 from . import constructs as k
 
-_FIXED_SIZE = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
-               "int64": 8, "float64": 8, "uuid": 16}
+_FIXED_SIZE = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
 # Record-level types whose size never depends on ``compact``: a varint, or a varint length, is 1+ bytes.
 _VARINT_KINDS = frozenset({"varint", "varlong", "varint-string", "varint-bytes"})
 
@@ -32,8 +41,9 @@ def _field(field: Field, tagged: bool):
             parser = _struct(element)
         else:
             parser = k.Primitive(element, nullable=element in ALWAYS_NULLABLE, compact=field.compact)
-        return k.Array(parser, field.nullable, field.compact, min_size_of_element(element, field.compact),
-                       field.varint_count)
+        return k.Array(
+            parser, field.nullable, field.compact, min_size_of_element(element, field.compact), field.varint_count
+        )
     if field.kind == "struct":
         parser = _struct(field.struct)
         return k.NullableStruct(parser, tagged) if field.nullable else parser

@@ -22,6 +22,7 @@ _LENGTH_PREFIXED = frozenset({"array", "string", "bytes", "records"})
 
 def all_nullable(struct: Struct) -> Struct:
     """``struct`` with every length-prefixed field nullable (structs keep their wire format)."""
+
     def field(f):
         element = all_nullable(f.element) if isinstance(f.element, Struct) else f.element
         inner = all_nullable(f.struct) if f.struct is not None else None

@@ -17,14 +17,21 @@ from construct import Construct
 from . import runtime
 from .errors import WireError
 
-_IMPORT = ("from kafka_protocol_source.codec.runtime import *\n"
-           "from kafka_protocol_source.codec.runtime import _I8, _I16, _I32, _I64, _U16, _U32, _F64")
+_IMPORT = (
+    "from kafka_protocol_source.codec.runtime import *\n"
+    "from kafka_protocol_source.codec.runtime import _I8, _I16, _I32, _I64, _U16, _U32, _F64"
+)
 
 # Fixed-width reads inline in compiled code; a short read raises struct.error there, and the
 # caller re-parses interpreted to report where (see decoder.parse_body).
 _INLINE_FIXED = {
-    "int8": ("_I8", 1), "int16": ("_I16", 2), "int32": ("_I32", 4), "int64": ("_I64", 8),
-    "uint16": ("_U16", 2), "uint32": ("_U32", 4), "float64": ("_F64", 8),
+    "int8": ("_I8", 1),
+    "int16": ("_I16", 2),
+    "int32": ("_I32", 4),
+    "int64": ("_I64", 8),
+    "uint16": ("_U16", 2),
+    "uint32": ("_U32", 4),
+    "float64": ("_F64", 8),
 }
 
 
@@ -81,8 +88,11 @@ class Primitive(KafkaConstruct):
         if self.compact:
             head, size, ok = "io.read(1)", "b[0] - 1", "b and 0 < b[0] < 0x80"
         else:
-            head, size, ok = ("io.read(2)", "b[0] << 8 | b[1]", "len(b) == 2 and b[0] < 0x80") if self.kind == "string" \
+            head, size, ok = (
+                ("io.read(2)", "b[0] << 8 | b[1]", "len(b) == 2 and b[0] < 0x80")
+                if self.kind == "string"
                 else ("io.read(4)", "int.from_bytes(b, 'big')", "len(b) == 4 and b[0] < 0x80")
+            )
         return [
             f"b = {head}",
             f"if {ok}:",
@@ -117,8 +127,9 @@ class SizedBytes(KafkaConstruct):
 class Array(KafkaConstruct):
     """``varint_count``: krammar's ``varint[T]``, whose count is a zigzag varint, never compact."""
 
-    def __init__(self, element: Construct, nullable: bool, compact: bool, min_element_size: int,
-                 varint_count: bool = False):
+    def __init__(
+        self, element: Construct, nullable: bool, compact: bool, min_element_size: int, varint_count: bool = False
+    ):
         super().__init__()
         self.element = element
         if varint_count:
@@ -175,8 +186,13 @@ class Struct(KafkaConstruct):
     ``tagged`` holds (tag, name, construct, default) for the known tagged fields.
     """
 
-    def __init__(self, name: str, fields: list[tuple[str, Construct]],
-                 tagged: list[tuple[int, str, Construct, object]], flexible: bool):
+    def __init__(
+        self,
+        name: str,
+        fields: list[tuple[str, Construct]],
+        tagged: list[tuple[int, str, Construct, object]],
+        flexible: bool,
+    ):
         super().__init__()
         self.struct_name = name
         self.fields, self.tagged, self.flexible = fields, tagged, flexible
@@ -217,8 +233,12 @@ class Struct(KafkaConstruct):
             for i, (name, default) in enumerate(self.defaults):
                 value = f"copy_default(defaults_{fid}[{i}][1])" if isinstance(default, (dict, list)) else repr(default)
                 lines.append(f"        r[{name!r}] = {value}")
-            lines += ["        pass", "    else:", "        io.seek(-len(t), 1)",
-                      f"        read_tag_section(io, r, tags_{fid}, defaults_{fid})"]
+            lines += [
+                "        pass",
+                "    else:",
+                "        io.seek(-len(t), 1)",
+                f"        read_tag_section(io, r, tags_{fid}, defaults_{fid})",
+            ]
         lines.append("    return r")
         code.append("\n".join(lines))
         return f"parse_struct_{fid}(io)"

@@ -48,8 +48,14 @@ class Decoder:
 
     # -- whole frames ------------------------------------------------------------------
 
-    def decode_request(self, payload: bytes, *, protocol_type: str | None = None, lenient: bool = False,
-                       max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> dict:
+    def decode_request(
+        self,
+        payload: bytes,
+        *,
+        protocol_type: str | None = None,
+        lenient: bool = False,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ) -> dict:
         """Decode one request frame (without its size prefix).
 
         ``lenient``: bytes left over after a body that otherwise decoded are reported as
@@ -72,8 +78,9 @@ class Decoder:
             raise DecodeError(f"unknown api key {api_key}", api_key=api_key, api_version=version, offset=0)
         where = dict(api_key=api_key, api_name=message.api_name, api_version=version, direction="request")
         if version not in message.valid_versions:
-            raise DecodeError(f"version {version} is not one of {message.api_name}'s ({message.valid_versions})",
-                              offset=2, **where)
+            raise DecodeError(
+                f"version {version} is not one of {message.api_name}'s ({message.valid_versions})", offset=2, **where
+            )
         io = BytesIO(payload)
         header = self._parse(io, "RequestHeader", request_header_version(message, version), where)
         body, trailing, deviations = self._body(io, message.name, version, where, lenient)
@@ -93,27 +100,50 @@ class Decoder:
         decode_embedded(self, result, "request", protocol_type=protocol_type)
         return result
 
-    def decode_response(self, payload: bytes, api_key: int, api_version: int, *, request: dict | None = None,
-                        protocol_type: str | None = None, lenient: bool = False,
-                        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> dict:
+    def decode_response(
+        self,
+        payload: bytes,
+        api_key: int,
+        api_version: int,
+        *,
+        request: dict | None = None,
+        protocol_type: str | None = None,
+        lenient: bool = False,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    ) -> dict:
         """Decode one response frame; ``request`` (its decoded request) gives embedded data context."""
         self._enter({"direction": "response", "api_key": api_key, "api_version": api_version})
         try:
-            return self._decode_response(payload, api_key, api_version, request, protocol_type, lenient,
-                                         max_decompressed_bytes)
+            return self._decode_response(
+                payload, api_key, api_version, request, protocol_type, lenient, max_decompressed_bytes
+            )
         finally:
             self._leave()
 
-    def _decode_response(self, payload: bytes, api_key: int, api_version: int, request, protocol_type,
-                         lenient: bool, max_decompressed_bytes: int) -> dict:
+    def _decode_response(
+        self,
+        payload: bytes,
+        api_key: int,
+        api_version: int,
+        request,
+        protocol_type,
+        lenient: bool,
+        max_decompressed_bytes: int,
+    ) -> dict:
         message = self.registry.response(api_key)
-        where = dict(api_key=api_key, api_name=message.api_name if message else None,
-                     api_version=api_version, direction="response")
+        where = dict(
+            api_key=api_key,
+            api_name=message.api_name if message else None,
+            api_version=api_version,
+            direction="response",
+        )
         if message is None:
             raise DecodeError(f"unknown api key {api_key}", **where)
         known_version = api_version in message.valid_versions
         if not known_version and api_key != API_VERSIONS:
-            raise DecodeError(f"version {api_version} is not one of {message.api_name}'s ({message.valid_versions})", **where)
+            raise DecodeError(
+                f"version {api_version} is not one of {message.api_name}'s ({message.valid_versions})", **where
+            )
         try:
             if not known_version:
                 raise DecodeError("version unknown to these specs", offset=0, **where)
@@ -132,8 +162,7 @@ class Decoder:
         budget = DecompressionBudget(max_decompressed_bytes)
         decode_records_fields(self, result["body"], paths, budget)
         if budget.exhausted:
-            cut = (f"records not decompressed past the frame's budget of {budget.total} bytes "
-                   f"(maxDecompressedBytes)")
+            cut = f"records not decompressed past the frame's budget of {budget.total} bytes (maxDecompressedBytes)"
             result["note"] = f"{result['note']}; {cut}" if result.get("note") else cut
 
     def _recover(self, first: DecodeError, payload, message, api_version, where, lenient) -> dict:
@@ -157,8 +186,12 @@ class Decoder:
         io = BytesIO(payload)
         header = self._parse(io, "ResponseHeader", response_header_version(message, version), where)
         body, trailing, deviations = self._body(io, message.name, version, where, lenient)
-        result = {"api_key": message.api_key, "api_version": where["api_version"],
-                  "correlation_id": header["correlation_id"], "body": body}
+        result = {
+            "api_key": message.api_key,
+            "api_version": where["api_version"],
+            "correlation_id": header["correlation_id"],
+            "body": body,
+        }
         if trailing:
             result["trailing_bytes"] = trailing
         if deviations:
@@ -195,8 +228,9 @@ class Decoder:
         self._records(result, name, version, DEFAULT_MAX_DECOMPRESSED_BYTES)
         return result["body"]
 
-    def _parse(self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False,
-               parsers: ParserCache | None = None) -> dict:
+    def _parse(
+        self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False, parsers: ParserCache | None = None
+    ) -> dict:
         parser = (parsers or self.parsers).get(name, version)
         start = io.tell()
         try:
@@ -207,18 +241,27 @@ class Decoder:
                 value = parser.interpreted._parse(io, None, "")
             except WireError as e:
                 part = "" if name.endswith(("Request", "Response")) else f"{name}: "
-                raise DecodeError(f"{part}{e.reason}", offset=e.offset, path=e.dotted_path,
-                                  truncated=isinstance(e, Truncated), **where) from e
+                raise DecodeError(
+                    f"{part}{e.reason}",
+                    offset=e.offset,
+                    path=e.dotted_path,
+                    truncated=isinstance(e, Truncated),
+                    **where,
+                ) from e
             except Exception as e:  # noqa: BLE001
                 raise DecodeError(f"{name}: {type(e).__name__}: {e}", offset=io.tell(), **where) from e
             # Both parsers read bytes through the same runtime, so this is a bug of ours: say so.
-            raise DecodeError(f"{name}: compiled parser failed where the interpreted one did not: "
-                              f"{compiled_error!r}", offset=start, **where) from compiled_error
+            raise DecodeError(
+                f"{name}: compiled parser failed where the interpreted one did not: {compiled_error!r}",
+                offset=start,
+                **where,
+            ) from compiled_error
         if whole:
             left = remaining(io)
             if left:
-                raise TrailingBytes(f"{left} bytes left after the {name} body", value=value, left=left,
-                                    offset=io.tell(), **where)
+                raise TrailingBytes(
+                    f"{left} bytes left after the {name} body", value=value, left=left, offset=io.tell(), **where
+                )
         return value
 
 

@@ -22,8 +22,13 @@ from ..spec.api_keys import ENVELOPE, JOIN_GROUP, SYNC_GROUP
 from .errors import DecodeError
 
 # Control record types whose value is a version-prefixed data message (ControlRecordType.java).
-KRAFT_CONTROL_DATA = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord",
-                      5: "KRaftVersionRecord", 6: "VotersRecord"}
+KRAFT_CONTROL_DATA = {
+    2: "LeaderChangeMessage",
+    3: "SnapshotHeaderRecord",
+    4: "SnapshotFooterRecord",
+    5: "KRaftVersionRecord",
+    6: "VotersRecord",
+}
 _VERSION = struct.Struct(">h")
 
 
@@ -57,8 +62,9 @@ def decode_control_data(decoder, type_id: int, value: bytes) -> dict | None:
     return decoder.parse_message(name, read_at, value, whole=version <= valid.high)
 
 
-def decode_embedded(decoder, result: dict, direction: str, *, request: dict | None = None,
-                    protocol_type: str | None = None) -> None:
+def decode_embedded(
+    decoder, result: dict, direction: str, *, request: dict | None = None, protocol_type: str | None = None
+) -> None:
     api_key, body = result["api_key"], result["body"]
     request_body = (request or {}).get("body") or {}
     protocol_type = body.get("protocol_type") or request_body.get("protocol_type") or protocol_type
@@ -76,8 +82,11 @@ def decode_embedded(decoder, result: dict, direction: str, *, request: dict | No
     elif api_key == ENVELOPE and direction == "response":
         inner = request_body.get("request_data_decoded")
         if inner:
-            _one(body, "response_data",
-                 lambda data: decoder.decode_response(data, inner["api_key"], inner["api_version"]))
+            _one(
+                body,
+                "response_data",
+                lambda data: decoder.decode_response(data, inner["api_key"], inner["api_version"]),
+            )
 
 
 def _each(decoder, items, field: str, name: str) -> None:

@@ -32,9 +32,18 @@ class Truncated(WireError):
 class DecodeError(ValueError):
     """A frame that cannot be decoded: says which api, version, byte offset and field."""
 
-    def __init__(self, reason: str, *, api_key: int | None = None, api_name: str | None = None,
-                 api_version: int | None = None, direction: str = "request",
-                 offset: int | None = None, path: str = "", truncated: bool = False):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        api_key: int | None = None,
+        api_name: str | None = None,
+        api_version: int | None = None,
+        direction: str = "request",
+        offset: int | None = None,
+        path: str = "",
+        truncated: bool = False,
+    ):
         self.reason = reason
         self.truncated = truncated
         self.api_key = api_key

@@ -54,8 +54,10 @@ def decode_records_fields(decoder, body: dict, paths: RecordsPaths, budget: Deco
         if below is None:
             if isinstance(value, RecordsBytes):
                 body[name] = decode_records(
-                    value, budget=budget,
-                    decode_control=lambda type_id, data: decode_control_data(decoder, type_id, data))
+                    value,
+                    budget=budget,
+                    decode_control=lambda type_id, data: decode_control_data(decoder, type_id, data),
+                )
         elif isinstance(value, dict):
             decode_records_fields(decoder, value, below, budget)
         elif isinstance(value, list):

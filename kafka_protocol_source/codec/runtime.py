@@ -171,7 +171,9 @@ def read_sized_by(io, source_value: int, source: str, minus: int) -> bytes:
     """krammar's ``length-field-minus``: bytes sized by an earlier field's value less ``minus``."""
     n = source_value - minus
     if n < 0:
-        raise WireError(f"bytes sized by {source} - {minus}: {source} is {source_value}, so the length is {n}", io.tell())
+        raise WireError(
+            f"bytes sized by {source} - {minus}: {source} is {source_value}, so the length is {n}", io.tell()
+        )
     return _read_sized(io, n, f"bytes sized by {source} - {minus}", io.tell())
 
 
@@ -258,7 +260,9 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
         except WireError as e:
             raise e.within(name)
         if io.tell() != end:
-            raise WireError(f"tagged field {tag} ({name}): value used {io.tell() - end + size} of its {size} bytes", tag_at).within(name)
+            raise WireError(
+                f"tagged field {tag} ({name}): value used {io.tell() - end + size} of its {size} bytes", tag_at
+            ).within(name)
     for name, default in defaults:
         if name not in result:
             result[name] = copy_default(default)

@@ -14,8 +14,16 @@ from __future__ import annotations
 from ..tcp import Direction, StreamChunk, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
-from .sniff import (CONFIRMED, chained_ids, first_confirmed, looks_like_tls, request_ids_at, request_start_check,
-                    response_ids_at, response_start_check)
+from .sniff import (
+    CONFIRMED,
+    chained_ids,
+    first_confirmed,
+    looks_like_tls,
+    request_ids_at,
+    request_start_check,
+    response_ids_at,
+    response_start_check,
+)
 from .splitter import DirectionFramer
 
 BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
@@ -23,12 +31,18 @@ BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknow
 # its SYN/ACK says it is the server).
 MIN_RESPONSE_RUN = 3
 # What to say of a frame cut short, and of a request left unanswered, by the way a connection ended.
-_CUT_BY = {"end_of_capture": "the capture ended inside this frame", "reset": "the connection was reset (RST) inside this frame",
-           "fin": "the connection was closed (FIN) inside this frame", "reused": "the connection was replaced inside this frame"}
-_LEFT_BY = {"end_of_capture": "no response before the end of the capture",
-            "reset": "no response before the connection was reset (RST)",
-            "fin": "no response before the connection was closed (FIN)",
-            "reused": "no response before the connection was replaced by a new one"}
+_CUT_BY = {
+    "end_of_capture": "the capture ended inside this frame",
+    "reset": "the connection was reset (RST) inside this frame",
+    "fin": "the connection was closed (FIN) inside this frame",
+    "reused": "the connection was replaced inside this frame",
+}
+_LEFT_BY = {
+    "end_of_capture": "no response before the end of the capture",
+    "reset": "no response before the connection was reset (RST)",
+    "fin": "no response before the connection was closed (FIN)",
+    "reused": "no response before the connection was replaced by a new one",
+}
 
 
 def reverse(d: Direction) -> Direction:
@@ -73,8 +87,9 @@ class Connection:
             return self._decide()
         self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
         if self.kafka and not self.tls:
-            return self._route(self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index),
-                               ev.direction)
+            return self._route(
+                self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index), ev.direction
+            )
         return []
 
     def gap(self, ev: StreamGap) -> list[Exchange]:
@@ -83,8 +98,9 @@ class Connection:
             self.first_bytes.setdefault(ev.direction, bytearray())
             return self._decide()
         if self.kafka and not self.tls:
-            return self._route(self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns),
-                               ev.direction)
+            return self._route(
+                self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns), ev.direction
+            )
         return []
 
     def close(self, how: str = "end_of_capture") -> list[Exchange]:
@@ -157,8 +173,9 @@ class Connection:
                 continue
             if looks_like_tls(bytes(head[:5])) and self.scan_resume.get(direction, 0) == 0:
                 continue  # encrypted and on an unknown port: nothing says it is Kafka
-            found, resume = first_confirmed(check, head, self.scan_resume.get(direction, 0), final,
-                                            self._boundary_in(direction))
+            found, resume = first_confirmed(
+                check, head, self.scan_resume.get(direction, 0), final, self._boundary_in(direction)
+            )
             self.scan_resume[direction] = resume
             if found is not None:
                 starts[direction] = found
@@ -221,14 +238,19 @@ class Connection:
     def _start(self) -> None:
         broker = reverse(self.client)
         ctx = self.ctx
-        self.pairer = Pairer(ctx, self._connection_id(), address(self.client.src_ip, self.client.src_port),
-                             address(broker.src_ip, broker.src_port))
+        self.pairer = Pairer(
+            ctx,
+            self._connection_id(),
+            address(self.client.src_ip, self.client.src_port),
+            address(broker.src_ip, broker.src_port),
+        )
         max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
         requests = request_start_check(ctx.known, max_size, self.pairer.client_ids)
         self.framers[self.client] = DirectionFramer(requests, max_size, in_sync)
-        self.framers[broker] = DirectionFramer(response_start_check(max_size, self.pairer.pending_ids),
-                                               max_size, in_sync)
+        self.framers[broker] = DirectionFramer(
+            response_start_check(max_size, self.pairer.pending_ids), max_size, in_sync
+        )
 
     def connection_label(self) -> str:
         """The connection id rows carry; before the client side is known, the endpoints as captured."""
@@ -249,12 +271,23 @@ class Connection:
     def _tls_row(self) -> Exchange:
         broker = reverse(self.client)
         return Exchange(
-            capture_file=self.ctx.locate(self.first_packet)[0], completed_at=self.ctx.position,
+            capture_file=self.ctx.locate(self.first_packet)[0],
+            completed_at=self.ctx.position,
             connection_id=self._connection_id(),
             client_address=address(self.client.src_ip, self.client.src_port),
             broker_address=address(broker.src_ip, broker.src_port),
-            request_time=self.ctx.time(self.first_ns), response_time=None, latency_ms=None,
-            api_key=None, api_name=None, api_version=None, correlation_id=None, client_id=None,
-            request_size=self.bytes_seen.get(self.client, 0), response_size=self.bytes_seen.get(broker, 0),
-            request=None, response=None, status=TLS,
-            error="TLS-encrypted connection: Kafka frames cannot be read without the session keys")
+            request_time=self.ctx.time(self.first_ns),
+            response_time=None,
+            latency_ms=None,
+            api_key=None,
+            api_name=None,
+            api_version=None,
+            correlation_id=None,
+            client_id=None,
+            request_size=self.bytes_seen.get(self.client, 0),
+            response_size=self.bytes_seen.get(broker, 0),
+            request=None,
+            response=None,
+            status=TLS,
+            error="TLS-encrypted connection: Kafka frames cannot be read without the session keys",
+        )

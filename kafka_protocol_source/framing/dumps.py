@@ -18,8 +18,14 @@ from collections.abc import Iterator
 
 from .model import Exchange
 from .pairing import Pairer
-from .sniff import (chained_ids, read_request_header, request_ids_at, request_start_check, response_ids_at,
-                    response_start_check)
+from .sniff import (
+    chained_ids,
+    read_request_header,
+    request_ids_at,
+    request_start_check,
+    response_ids_at,
+    response_start_check,
+)
 from .splitter import DirectionFramer
 
 _TCPFLOW_NAME = re.compile(r"^(?P<src>.+)\.(?P<sport>\d{1,5})-(?P<dst>.+)\.(?P<dport>\d{1,5})$")
@@ -57,7 +63,7 @@ def _head(path: str) -> bytes:
 
 
 def role(path: str, ctx) -> str | None:
-    """"client" if the file holds requests, "broker" if responses, None if it is no dump.
+    """ "client" if the file holds requests, "broker" if responses, None if it is no dump.
 
     A run of size-prefixed frames is a dump. A response read as a request header can pass
     (correlation id 1 reads as api key 0, version 1), so with a sibling the side whose request
@@ -111,7 +117,9 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
     sibling_role = role(sibling, ctx) if sibling else None
     if mine == "broker" and sibling_role == "client":
         return  # read once, through the client file
-    client_file, broker_file = (path, sibling if sibling_role == "broker" else None) if mine == "client" else (None, path)
+    client_file, broker_file = (
+        (path, sibling if sibling_role == "broker" else None) if mine == "client" else (None, path)
+    )
     ends = tcpflow_endpoints(client_file or path)
     if ends is None:
         client_addr, broker_addr = None, None
@@ -122,8 +130,9 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
     connection_id = f"{client_addr}->{broker_addr}" if ends else os.path.basename(path)
     pairer = Pairer(ctx, connection_id, client_addr, broker_addr)
     if client_file:
-        framer = DirectionFramer(request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids),
-                                 ctx.max_frame_size, True)
+        framer = DirectionFramer(
+            request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids), ctx.max_frame_size, True
+        )
         yield from _feed(client_file, framer, pairer, True)
     if broker_file:
         framer = DirectionFramer(response_start_check(ctx.max_frame_size, pairer.pending_ids), ctx.max_frame_size, True)

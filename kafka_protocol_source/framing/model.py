@@ -11,19 +11,30 @@ from dataclasses import dataclass
 from datetime import datetime
 
 # Exchange.status values
-OK = "ok"                        # request and response, both decoded
-NO_RESPONSE = "no_response"      # a request that expects none (Produce with acks=0)
-UNANSWERED = "unanswered"        # no response by the end of the capture
+OK = "ok"  # request and response, both decoded
+NO_RESPONSE = "no_response"  # a request that expects none (Produce with acks=0)
+UNANSWERED = "unanswered"  # no response by the end of the capture
 REQUEST_MISSING = "request_missing"  # a response whose request was not captured
-MALFORMED = "malformed"          # a frame that does not decode (see error, raw bytes kept)
-GAP = "gap"                      # bytes missing from the capture, or skipped to resync
-SASL = "sasl"                    # raw SASL tokens after SaslHandshake v0 (not Kafka frames)
-TLS = "tls"                      # an encrypted connection: nothing to decode
-UNKNOWN_API = "unknown_api"      # an api key or version the definitions in use lack: paired, raw bytes kept
+MALFORMED = "malformed"  # a frame that does not decode (see error, raw bytes kept)
+GAP = "gap"  # bytes missing from the capture, or skipped to resync
+SASL = "sasl"  # raw SASL tokens after SaslHandshake v0 (not Kafka frames)
+TLS = "tls"  # an encrypted connection: nothing to decode
+UNKNOWN_API = "unknown_api"  # an api key or version the definitions in use lack: paired, raw bytes kept
 CAPTURE_ERROR = "capture_error"  # a problem with the file itself (truncated, corrupt, not a capture)
 INTERNAL_ERROR = "internal_error"  # a bug of ours while reading one connection; the rest is still read
-STATUSES = (OK, NO_RESPONSE, UNANSWERED, REQUEST_MISSING, MALFORMED, GAP, SASL, TLS, UNKNOWN_API, CAPTURE_ERROR,
-            INTERNAL_ERROR)
+STATUSES = (
+    OK,
+    NO_RESPONSE,
+    UNANSWERED,
+    REQUEST_MISSING,
+    MALFORMED,
+    GAP,
+    SASL,
+    TLS,
+    UNKNOWN_API,
+    CAPTURE_ERROR,
+    INTERNAL_ERROR,
+)
 # What PERMISSIVE keeps, DROPMALFORMED drops and FAILFAST fails on: frames or files that did not read.
 MALFORMED_STATUSES = frozenset({MALFORMED, GAP, CAPTURE_ERROR, INTERNAL_ERROR})
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
 from .quirks import explain
-from .model import (GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange,
-                    Frame)
+from .model import GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange, Frame
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
 from .splitter import Partial, Skipped
 
@@ -107,8 +106,14 @@ class Pairer:
                 self._wait(Pending(frame, header, None, MALFORMED, str(e)))
             return
         self.sasl_mode = False
-        header = RequestHeader(len(frame.payload), decoded["api_key"], decoded["api_version"],
-                               decoded["correlation_id"], decoded.get("client_id"), 0)
+        header = RequestHeader(
+            len(frame.payload),
+            decoded["api_key"],
+            decoded["api_version"],
+            decoded["correlation_id"],
+            decoded.get("client_id"),
+            0,
+        )
         self.client_ids.add(header.client_id)
         if decoded.get("trailing_bytes") or decoded.get("deviations"):
             self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
@@ -125,7 +130,7 @@ class Pairer:
         """
         size = len(payload) if size is None else size
         length = _CLIENT_ID_LENGTH.unpack_from(payload, 8)[0] if len(payload) >= 10 else 0
-        head = _SIZE.pack(size) + payload[:10 + max(length, 0)]
+        head = _SIZE.pack(size) + payload[: 10 + max(length, 0)]
         found = read_request_header(head, 0, self.ctx.known, strict=False, max_frame_size=size)
         if found is None and len(payload) >= 8:  # cut inside the client id: what is there still pairs
             api_key, version, correlation_id = _FIXED_HEADER.unpack_from(payload)
@@ -176,24 +181,41 @@ class Pairer:
             response = self.ctx.decoder.decode_response(payload, header.api_key, header.api_version, pending.decoded)
         except UndecodableBody as e:
             status = pending.status if pending.status != OK else MALFORMED
-            self._emit_pending(pending, status, str(e) if pending.error is None else f"{pending.error}; {e}",
-                               response_frame=frame, raw_response=payload)
+            self._emit_pending(
+                pending,
+                status,
+                str(e) if pending.error is None else f"{pending.error}; {e}",
+                response_frame=frame,
+                raw_response=payload,
+            )
             return
-        if (header.api_key == SASL_HANDSHAKE and header.api_version == 0
-                and response["body"].get("error_code") == 0):
+        if header.api_key == SASL_HANDSHAKE and header.api_version == 0 and response["body"].get("error_code") == 0:
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
         deviated = response.get("trailing_bytes") or response.get("deviations")
         if deviated:
             status = MALFORMED if status == OK else status
             error = "; ".join(filter(None, (error, _leftover("response", response))))
-        self._emit_pending(pending, status, error, response_frame=frame, response=response,
-                           raw_response=payload if deviated or pending.decoded is None else None)
+        self._emit_pending(
+            pending,
+            status,
+            error,
+            response_frame=frame,
+            response=response,
+            raw_response=payload if deviated or pending.decoded is None else None,
+        )
 
     def _missing(self, frame: Frame) -> None:
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
-        self._emit(REQUEST_MISSING, None, None, response_frame=frame, correlation_id=correlation_id,
-                   raw_response=frame.payload, error="no captured request has this correlation id")
+        self._emit(
+            REQUEST_MISSING,
+            None,
+            None,
+            response_frame=frame,
+            correlation_id=correlation_id,
+            raw_response=frame.payload,
+            error="no captured request has this correlation id",
+        )
 
     # -- what gaps and resyncs leave --------------------------------------------------
 
@@ -214,8 +236,15 @@ class Pairer:
         if pending is not None:
             self._emit_pending(pending, GAP, missing, response_frame=part, raw_response=part.payload)
         else:
-            self._emit(GAP, None, None, response_frame=part, error=missing, raw_response=part.payload,
-                       correlation_id=correlation_id)
+            self._emit(
+                GAP,
+                None,
+                None,
+                response_frame=part,
+                error=missing,
+                raw_response=part.payload,
+                correlation_id=correlation_id,
+            )
 
     def skipped(self, skip: Skipped, is_request: bool) -> None:
         side = "client" if is_request else "broker"
@@ -229,8 +258,9 @@ class Pairer:
         if is_request:
             self._emit(GAP, frame, None, error=error, request_size=skip.length, request_span=span)
         else:
-            self._emit(GAP, None, None, response_frame=frame, error=error, response_size=skip.length,
-                       response_span=span)
+            self._emit(
+                GAP, None, None, response_frame=frame, error=error, response_size=skip.length, response_span=span
+            )
 
     def finish(self, why: str = "no response before the end of the capture") -> list[Exchange]:
         while self.orphans:
@@ -249,58 +279,115 @@ class Pairer:
         self._emit(status, pending.frame, pending.decoded, error=error, raw_request=raw, header=pending.header, **kw)
 
     def _emit_sasl(self, token: Frame, reply: Frame | None) -> None:
-        self._emit(SASL, token, None, response_frame=reply, raw_request=token.payload,
-                   raw_response=reply.payload if reply else None,
-                   note="SASL token after SaslHandshake v0 (not a Kafka frame)")
+        self._emit(
+            SASL,
+            token,
+            None,
+            response_frame=reply,
+            raw_request=token.payload,
+            raw_response=reply.payload if reply else None,
+            note="SASL token after SaslHandshake v0 (not a Kafka frame)",
+        )
 
-    def _emit(self, status: str, frame, decoded: dict | None, *, response_frame=None, response: dict | None = None,
-              error: str | None = None, note: str | None = None, raw_request=None, raw_response=None,
-              header: RequestHeader | None = None, correlation_id=None, request_size=None, response_size=None,
-              request_span=None, response_span=None) -> None:
+    def _emit(
+        self,
+        status: str,
+        frame,
+        decoded: dict | None,
+        *,
+        response_frame=None,
+        response: dict | None = None,
+        error: str | None = None,
+        note: str | None = None,
+        raw_request=None,
+        raw_response=None,
+        header: RequestHeader | None = None,
+        correlation_id=None,
+        request_size=None,
+        response_size=None,
+        request_span=None,
+        response_span=None,
+    ) -> None:
         ctx = self.ctx
         connection_id, client, broker = self.ids
         api_key: int | None
         api_version: int | None
         client_id: str | None
         if header is not None:
-            api_key, api_version, corr, client_id = (header.api_key, header.api_version, header.correlation_id,
-                                                     header.client_id)
+            api_key, api_version, corr, client_id = (
+                header.api_key,
+                header.api_version,
+                header.correlation_id,
+                header.client_id,
+            )
         elif decoded is not None:
-            api_key, api_version, corr, client_id = (decoded["api_key"], decoded["api_version"],
-                                                     decoded["correlation_id"], decoded.get("client_id"))
+            api_key, api_version, corr, client_id = (
+                decoded["api_key"],
+                decoded["api_version"],
+                decoded["correlation_id"],
+                decoded.get("client_id"),
+            )
         else:
             api_key = api_version = client_id = None
             corr = correlation_id
         start_ns = getattr(frame, "first_ns", None)
         if self.filtering and not ctx.wanted(api_key, start_ns):
             return
-        end_ns = getattr(response_frame, "last_ns", None) if isinstance(response_frame, Frame) else getattr(response_frame, "first_ns", None)
+        end_ns = (
+            getattr(response_frame, "last_ns", None)
+            if isinstance(response_frame, Frame)
+            else getattr(response_frame, "first_ns", None)
+        )
         complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
         # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
         if decoded is not None or response is not None:
-            note = _notes(note, decoded, response,
-                          {"note": explain(api_key, api_version, "request", decoded)},
-                          {"note": explain(api_key, api_version, "response", response)})
+            note = _notes(
+                note,
+                decoded,
+                response,
+                {"note": explain(api_key, api_version, "request", decoded)},
+                {"note": explain(api_key, api_version, "response", response)},
+            )
         request_packet = getattr(frame, "first_packet", None)
         response_packet = getattr(response_frame, "first_packet", None)
         capture_file, request_packet = ctx.locate(request_packet)
         response_file, response_packet = ctx.locate(response_packet)
         if frame is None:
             capture_file = response_file  # the file where the exchange started
-        self.out.append(Exchange(
-            capture_file=capture_file, connection_id=connection_id, client_address=client, broker_address=broker,
-            request_time=ctx.time(start_ns), response_time=ctx.time(end_ns), latency_ms=latency,
-            api_key=api_key, api_name=_api_name(ctx, api_key), api_version=api_version, correlation_id=corr,
-            client_id=client_id,
-            request_size=request_size if request_size is not None else _frame_size(frame),
-            response_size=response_size if response_size is not None else _frame_size(response_frame),
-            request=decoded["body"] if decoded else None, response=response["body"] if response else None,
-            status=status, error=error, note=note, raw_request=raw_request, raw_response=raw_response,
-            request_packet=request_packet, response_packet=response_packet, completed_at=ctx.position,
-            stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
-            request_span=request_span or _span(frame), response_span=response_span or _span(response_frame),
-        ))
+        self.out.append(
+            Exchange(
+                capture_file=capture_file,
+                connection_id=connection_id,
+                client_address=client,
+                broker_address=broker,
+                request_time=ctx.time(start_ns),
+                response_time=ctx.time(end_ns),
+                latency_ms=latency,
+                api_key=api_key,
+                api_name=_api_name(ctx, api_key),
+                api_version=api_version,
+                correlation_id=corr,
+                client_id=client_id,
+                request_size=request_size if request_size is not None else _frame_size(frame),
+                response_size=response_size if response_size is not None else _frame_size(response_frame),
+                request=decoded["body"] if decoded else None,
+                response=response["body"] if response else None,
+                status=status,
+                error=error,
+                note=note,
+                raw_request=raw_request,
+                raw_response=raw_response,
+                request_packet=request_packet,
+                response_packet=response_packet,
+                completed_at=ctx.position,
+                stream_offset=getattr(frame, "offset", None)
+                if frame is not None
+                else getattr(response_frame, "offset", None),
+                request_span=request_span or _span(frame),
+                response_span=response_span or _span(response_frame),
+            )
+        )
 
 
 def _api_name(ctx, api_key: int | None) -> str | None:

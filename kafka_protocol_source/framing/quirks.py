@@ -22,17 +22,37 @@ class Quirk:
 
 
 KNOWN = (
-    Quirk(API_VERSIONS, range(3, 100), "response", "trailing_bytes",
-          "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
-          "responses; clients ignore them"),
-    Quirk(METADATA, range(13, 14), "response", "trailing_bytes",
-          "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends a byte after Metadata v13 "
-          "responses; clients ignore it"),
-    Quirk(API_VERSIONS, range(0, 1), "request", "trailing_bytes",
-          "known peer quirk: librdkafka pads ApiVersions v0 requests with 4 zero bytes; brokers ignore them"),
-    Quirk(9, range(0, 8), "response", "null",
-          "known peer quirk: librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
-          "which the spec does not allow; clients read it as empty"),
+    Quirk(
+        API_VERSIONS,
+        range(3, 100),
+        "response",
+        "trailing_bytes",
+        "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
+        "responses; clients ignore them",
+    ),
+    Quirk(
+        METADATA,
+        range(13, 14),
+        "response",
+        "trailing_bytes",
+        "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends a byte after Metadata v13 "
+        "responses; clients ignore it",
+    ),
+    Quirk(
+        API_VERSIONS,
+        range(0, 1),
+        "request",
+        "trailing_bytes",
+        "known peer quirk: librdkafka pads ApiVersions v0 requests with 4 zero bytes; brokers ignore them",
+    ),
+    Quirk(
+        9,
+        range(0, 8),
+        "response",
+        "null",
+        "known peer quirk: librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
+        "which the spec does not allow; clients read it as empty",
+    ),
 )
 
 

@@ -91,8 +91,9 @@ class RequestHeader:
     header_size: int  # bytes after the size prefix up to the end of the client id
 
 
-def read_request_header(buf, pos: int, known: ApiVersionsTable, *, strict: bool, max_frame_size: int,
-                        client_id_limit: int | None = None):
+def read_request_header(
+    buf, pos: int, known: ApiVersionsTable, *, strict: bool, max_frame_size: int, client_id_limit: int | None = None
+):
     """The request header at ``pos`` (size prefix included), ``False`` if none, ``None`` if cut.
 
     ``strict``: only api keys and versions the table knows; otherwise any in the plausible ranges
@@ -120,7 +121,7 @@ def read_request_header(buf, pos: int, known: ApiVersionsTable, *, strict: bool,
         return False
     if left < 14 + max(client_len, 0):
         return None
-    raw = bytes(buf[pos + 14:pos + 14 + max(client_len, 0)])
+    raw = bytes(buf[pos + 14 : pos + 14 + max(client_len, 0)])
     if _CONTROL.search(raw):
         return False  # client ids are text
     try:
@@ -130,8 +131,9 @@ def read_request_header(buf, pos: int, known: ApiVersionsTable, *, strict: bool,
     return RequestHeader(size, api_key, version, correlation_id, client_id, 10 + max(client_len, 0))
 
 
-def request_start_check(known: ApiVersionsTable, max_frame_size: int,
-                        client_ids: Collection[str | None] = ()) -> StartCheck:
+def request_start_check(
+    known: ApiVersionsTable, max_frame_size: int, client_ids: Collection[str | None] = ()
+) -> StartCheck:
     """A start check for client->broker bytes.
 
     A candidate needs a header of an api key and version the table knows, with a text client
@@ -144,8 +146,14 @@ def request_start_check(known: ApiVersionsTable, max_frame_size: int,
     """
 
     def first(buf, pos: int):
-        head = read_request_header(buf, pos, known, strict=True, max_frame_size=max_frame_size,
-                                   client_id_limit=None if client_ids else PLAUSIBLE_CLIENT_ID)
+        head = read_request_header(
+            buf,
+            pos,
+            known,
+            strict=True,
+            max_frame_size=max_frame_size,
+            client_id_limit=None if client_ids else PLAUSIBLE_CLIENT_ID,
+        )
         if head and client_ids and head.client_id not in client_ids and len(head.client_id or "") > PLAUSIBLE_CLIENT_ID:
             return False
         return head
@@ -225,8 +233,9 @@ def _chain(buf, pos: int, final: bool, boundary: Callable[[int], bool], first, f
     return NO
 
 
-def first_confirmed(check: StartCheck, buf, start: int, final: bool,
-                    boundary: Callable[[int], bool]) -> tuple[int | None, int]:
+def first_confirmed(
+    check: StartCheck, buf, start: int, final: bool, boundary: Callable[[int], bool]
+) -> tuple[int | None, int]:
     """The first position from ``start`` where ``check`` confirms a frame, and where to resume.
 
     Returns ``(position or None, resume)``: ``resume`` is the first position not yet ruled out

@@ -49,8 +49,9 @@ class Partial:
 
 
 class DirectionFramer:
-    def __init__(self, looks_like_start: StartCheck, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 in_sync: bool = False):
+    def __init__(
+        self, looks_like_start: StartCheck, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, in_sync: bool = False
+    ):
         self.looks_like_start = looks_like_start
         self.max_frame_size = max_frame_size
         self.buf = bytearray()
@@ -59,8 +60,11 @@ class DirectionFramer:
         self.in_sync = in_sync
         self.times: deque[tuple[int, int, int]] = deque()  # (stream offset, ns, packet) per chunk
         self.skip_start: int | None = None
-        self.skip_reason = ("the capture joined this connection mid-stream: bytes before the first frame start"
-                            if not in_sync else "resync")
+        self.skip_reason = (
+            "the capture joined this connection mid-stream: bytes before the first frame start"
+            if not in_sync
+            else "resync"
+        )
         self.scanned_to = 0  # buf position up to which no confirmed alternative start exists
         self.chunk_starts: set[int] = set()  # stream offsets where a packet's bytes start
 
@@ -117,7 +121,7 @@ class DirectionFramer:
             if left < 4 + size:
                 break
             start = self.base + self.pos
-            payload = bytes(buf[self.pos + 4:self.pos + 4 + size])
+            payload = bytes(buf[self.pos + 4 : self.pos + 4 + size])
             first_ns, first_packet = self._time_at(start)
             last_ns, _ = self._time_at(start + 3 + size)
             out.append(Frame(payload, start, first_ns, last_ns, first_packet))
@@ -198,7 +202,7 @@ class DirectionFramer:
             start = self.base + self.pos
             first_ns, first_packet = self._time_at(start)
             claimed = _SIZE.unpack_from(self.buf, self.pos)[0] if left >= 4 else None
-            body = bytes(self.buf[self.pos + 4:]) if left >= 4 else bytes(self.buf[self.pos:])
+            body = bytes(self.buf[self.pos + 4 :]) if left >= 4 else bytes(self.buf[self.pos :])
             out.append(Partial(body, claimed, start, first_ns, first_packet, reason))
         return out
 
@@ -223,7 +227,7 @@ class DirectionFramer:
         if self.base is None:
             return  # nothing was ever fed (a direction that carried no payload byte)
         if self.pos >= _COMPACT_AT or self.pos == len(self.buf):
-            del self.buf[:self.pos]
+            del self.buf[: self.pos]
             self.base += self.pos
             self.scanned_to = max(0, self.scanned_to - self.pos)
             self.pos = 0

@@ -29,16 +29,19 @@ class DecompressionBudget:
 
     def decompress(self, codec_id: int, data: bytes) -> bytes:
         if self.exhausted:
-            raise RecordsError(f"not decompressed: the frame's decompression budget of {self.total} bytes "
-                               f"(maxDecompressedBytes) is spent")
+            raise RecordsError(
+                f"not decompressed: the frame's decompression budget of {self.total} bytes "
+                f"(maxDecompressedBytes) is spent"
+            )
         try:
             out = decompress(codec_id, data, self.left)
         except RecordsError as e:
             if "exceed" not in str(e):
                 raise
             self.exhausted = True
-            raise RecordsError(f"decompression stopped at the frame's budget of {self.total} bytes "
-                               f"(maxDecompressedBytes): {e}") from e
+            raise RecordsError(
+                f"decompression stopped at the frame's budget of {self.total} bytes (maxDecompressedBytes): {e}"
+            ) from e
         self.left -= len(out)
         return out
 
@@ -51,5 +54,7 @@ class DecompressionBudget:
 
     def records_spent(self) -> str:
         self.exhausted = True
-        return (f"records not decoded past the frame's budget of {self.total} bytes (maxDecompressedBytes, "
-                f"{RECORD_COST} bytes a record)")
+        return (
+            f"records not decoded past the frame's budget of {self.total} bytes (maxDecompressedBytes, "
+            f"{RECORD_COST} bytes a record)"
+        )

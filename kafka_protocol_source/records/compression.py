@@ -92,7 +92,7 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         pos += 4
         if size < 0 or size > n - pos:
             raise RecordsError(f"xerial snappy block claims {size} bytes, {n - pos} left")
-        block = _snappy_raw(view[pos:pos + size], limit - total)
+        block = _snappy_raw(view[pos : pos + size], limit - total)
         total += len(block)
         out.append(block)
         pos += size
@@ -129,7 +129,7 @@ def _unzstd(data: bytes, limit: int) -> bytes:
                 if pos >= n:
                     raise RecordsError("zstd frame truncated")
                 step = max(_ZSTD_MIN_STEP, 3 * ((limit - total) // _ZSTD_BLOCK_MAX))
-                piece = view[pos:pos + step]
+                piece = view[pos : pos + step]
                 chunk = frame.decompress(piece)
                 pos += len(piece) - len(frame.unused_data)
                 total += len(chunk)

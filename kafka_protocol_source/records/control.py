@@ -26,8 +26,7 @@ _END_TXN_MARKER = struct.Struct(">hi")
 ControlDecoder = Callable[[int, bytes], dict | None]  # None: the definitions lack that control type
 
 
-def decode_control_record(key: bytes | None, value: bytes | None,
-                          decode_control: ControlDecoder | None) -> dict:
+def decode_control_record(key: bytes | None, value: bytes | None, decode_control: ControlDecoder | None) -> dict:
     """Return the `control` dict of one record of a control batch."""
     if key is None or len(key) < _KEY.size:
         return _control(-1, -1, None, "control record key shorter than 4 bytes")
@@ -41,8 +40,7 @@ def decode_control_record(key: bytes | None, value: bytes | None,
     try:
         data = decode_control(type_id, value)
     except Exception as e:  # noqa: BLE001 - errors are data: a bad record becomes a column
-        return _control(type_id, version, None,
-                        f"decode_control failed: {type(e).__name__}: {e}")
+        return _control(type_id, version, None, f"decode_control failed: {type(e).__name__}: {e}")
     return _control(type_id, version, data, None)
 
 

@@ -24,10 +24,19 @@ MIN_BATCH_LENGTH = HEADER_SIZE - 12
 _CRC_START = 21
 
 _FIELDS = (
-    ("base_offset", 8), ("batch_length", 12), ("partition_leader_epoch", 16), ("magic", 17),
-    ("crc", 21), ("attributes", 23), ("last_offset_delta", 27), ("base_timestamp", 35),
-    ("max_timestamp", 43), ("producer_id", 51), ("producer_epoch", 53),
-    ("base_sequence", 57), ("records_count", 61),
+    ("base_offset", 8),
+    ("batch_length", 12),
+    ("partition_leader_epoch", 16),
+    ("magic", 17),
+    ("crc", 21),
+    ("attributes", 23),
+    ("last_offset_delta", 27),
+    ("base_timestamp", 35),
+    ("max_timestamp", 43),
+    ("producer_id", 51),
+    ("producer_epoch", 53),
+    ("base_sequence", 57),
+    ("records_count", 61),
 )
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
@@ -39,28 +48,51 @@ class OverLimit(Exception):
     """More records than the frame's budget allows (see ``budget``)."""
 
 
-def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budget,
-                         decode_control: ControlDecoder | None) -> dict:
+def decode_default_batch(
+    data: bytes, pos: int, end: int, truncated: bool, budget, decode_control: ControlDecoder | None
+) -> dict:
     """Decode the batch at data[pos:end]; `truncated` means its declared end lies beyond."""
     if end - pos < HEADER_SIZE:
         return _partial_header(data, pos, end)
-    (base_offset, batch_length, leader_epoch, magic, crc, attributes, last_offset_delta,
-     base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-     records_count) = HEADER.unpack_from(data, pos)
+    (
+        base_offset,
+        batch_length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records_count,
+    ) = HEADER.unpack_from(data, pos)
     codec = attributes & 0x07
     log_append_time = bool(attributes & _TIMESTAMP_TYPE_BIT)
     is_control = bool(attributes & _CONTROL_BIT)
     batch = new_batch(
-        base_offset=base_offset, batch_length=batch_length,
-        partition_leader_epoch=leader_epoch, magic=magic, crc=crc,
-        crc_valid=None if truncated else crc32c(memoryview(data)[pos + _CRC_START:end]) == crc,
-        attributes=attributes, compression=compression_name(codec),
+        base_offset=base_offset,
+        batch_length=batch_length,
+        partition_leader_epoch=leader_epoch,
+        magic=magic,
+        crc=crc,
+        crc_valid=None if truncated else crc32c(memoryview(data)[pos + _CRC_START : end]) == crc,
+        attributes=attributes,
+        compression=compression_name(codec),
         timestamp_type="LogAppendTime" if log_append_time else "CreateTime",
-        is_transactional=bool(attributes & _TRANSACTIONAL_BIT), is_control=is_control,
+        is_transactional=bool(attributes & _TRANSACTIONAL_BIT),
+        is_control=is_control,
         has_delete_horizon=bool(attributes & _DELETE_HORIZON_BIT),
-        last_offset_delta=last_offset_delta, base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
-        base_sequence=base_sequence, records_count=records_count, truncated=truncated,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        records_count=records_count,
+        truncated=truncated,
     )
     records = batch["records"]
     # Kafka gives every record the batch's max timestamp under LogAppendTime.
@@ -68,16 +100,33 @@ def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budge
     body = pos + HEADER_SIZE
     try:
         if codec == 0:
-            read_records(data, body, end, base_offset, base_timestamp, timestamp_override,
-                         records, truncated, budget.records_allowed())
+            read_records(
+                data,
+                body,
+                end,
+                base_offset,
+                base_timestamp,
+                timestamp_override,
+                records,
+                truncated,
+                budget.records_allowed(),
+            )
         elif not truncated:
             payload = budget.decompress(codec, data[body:end])
-            read_records(payload, 0, len(payload), base_offset, base_timestamp,
-                         timestamp_override, records, False, budget.records_allowed())
+            read_records(
+                payload,
+                0,
+                len(payload),
+                base_offset,
+                base_timestamp,
+                timestamp_override,
+                records,
+                False,
+                budget.records_allowed(),
+            )
         budget.charge_records(len(records))
         if not truncated and len(records) != records_count:
-            raise RecordsError(
-                f"record count mismatch: header declares {records_count}, found {len(records)}")
+            raise RecordsError(f"record count mismatch: header declares {records_count}, found {len(records)}")
     except OverLimit:
         budget.charge_records(len(records))
         batch["error"] = budget.records_spent()
@@ -85,8 +134,7 @@ def decode_default_batch(data: bytes, pos: int, end: int, truncated: bool, budge
         batch["error"] = str(e)
     if is_control:
         for record in records:
-            record["control"] = decode_control_record(record["key"], record["value"],
-                                                      decode_control)
+            record["control"] = decode_control_record(record["key"], record["value"], decode_control)
     return batch
 
 
@@ -101,8 +149,17 @@ def _partial_header(data: bytes, pos: int, end: int) -> dict:
     return new_batch(truncated=True, **fields)
 
 
-def read_records(buf: bytes, pos: int, stop: int, base_offset: int, base_timestamp: int,
-                 timestamp_override: int | None, out: list, partial_ok: bool, limit: int = 1 << 62) -> None:
+def read_records(
+    buf: bytes,
+    pos: int,
+    stop: int,
+    base_offset: int,
+    base_timestamp: int,
+    timestamp_override: int | None,
+    out: list,
+    partial_ok: bool,
+    limit: int = 1 << 62,
+) -> None:
     """Append the records in buf[pos:stop] to `out` as dicts, `limit` of them at most.
 
     Raises RecordsError at the first corrupt record, leaving the good ones in `out`. With
@@ -149,10 +206,9 @@ def read_records(buf: bytes, pos: int, stop: int, base_offset: int, base_timesta
                     raise RecordsError(f"record {len(out)} has key length {size}")
                 key = None
             elif size > rec_end - pos:
-                raise RecordsError(
-                    f"record {len(out)} key claims {size} bytes, {rec_end - pos} left")
+                raise RecordsError(f"record {len(out)} key claims {size} bytes, {rec_end - pos} left")
             else:
-                key = buf[pos:pos + size]
+                key = buf[pos : pos + size]
                 pos += size
             b = buf[pos]
             if b < 0x80:
@@ -165,10 +221,9 @@ def read_records(buf: bytes, pos: int, stop: int, base_offset: int, base_timesta
                     raise RecordsError(f"record {len(out)} has value length {size}")
                 value = None
             elif size > rec_end - pos:
-                raise RecordsError(
-                    f"record {len(out)} value claims {size} bytes, {rec_end - pos} left")
+                raise RecordsError(f"record {len(out)} value claims {size} bytes, {rec_end - pos} left")
             else:
-                value = buf[pos:pos + size]
+                value = buf[pos : pos + size]
                 pos += size
             b = buf[pos]
             if b == 0:
@@ -177,20 +232,22 @@ def read_records(buf: bytes, pos: int, stop: int, base_offset: int, base_timesta
             else:
                 headers, pos = _read_headers(buf, pos, rec_end, len(out))
             if pos != rec_end:
-                raise RecordsError(
-                    f"record {len(out)} length {length} does not match its content")
-            append({
-                "offset": base_offset + offset_delta,
-                "timestamp": (base_timestamp + timestamp_delta if timestamp_override is None
-                              else timestamp_override),
-                "key": key,
-                "value": value,
-                "headers": headers,
-                "attributes": attributes - 256 if attributes > 127 else attributes,
-                "crc": None,
-                "crc_valid": None,
-                "control": None,
-            })
+                raise RecordsError(f"record {len(out)} length {length} does not match its content")
+            append(
+                {
+                    "offset": base_offset + offset_delta,
+                    "timestamp": (
+                        base_timestamp + timestamp_delta if timestamp_override is None else timestamp_override
+                    ),
+                    "key": key,
+                    "value": value,
+                    "headers": headers,
+                    "attributes": attributes - 256 if attributes > 127 else attributes,
+                    "crc": None,
+                    "crc_valid": None,
+                    "control": None,
+                }
+            )
     except IndexError as e:
         if partial_ok:
             return
@@ -212,7 +269,7 @@ def _read_headers(buf: bytes, pos: int, rec_end: int, index: int) -> tuple[list,
             size, pos = read_zigzag(buf, pos)
         if size < 0 or size > rec_end - pos:
             raise RecordsError(f"record {index} header key length {size} is invalid")
-        name = buf[pos:pos + size].decode("utf-8", "replace")
+        name = buf[pos : pos + size].decode("utf-8", "replace")
         pos += size
         b = buf[pos]
         if b < 0x80:
@@ -227,7 +284,7 @@ def _read_headers(buf: bytes, pos: int, rec_end: int, index: int) -> tuple[list,
         elif size > rec_end - pos:
             raise RecordsError(f"record {index} header value claims {size} bytes")
         else:
-            value = buf[pos:pos + size]
+            value = buf[pos : pos + size]
             pos += size
         headers.append({"key": name, "value": value})
     return headers, pos

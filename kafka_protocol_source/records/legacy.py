@@ -27,34 +27,37 @@ def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool, budg
     if end - pos < _PREFIX.size + (8 if data[pos + 16] == 1 else 0):
         # The reader only calls with the magic byte present, so offset to magic are whole.
         offset, size, crc, magic = struct.unpack_from(">qiIb", data, pos)
-        return new_batch(base_offset=offset, batch_length=size, magic=magic, crc=crc,
-                         truncated=True)
+        return new_batch(base_offset=offset, batch_length=size, magic=magic, crc=crc, truncated=True)
     offset, size, crc, magic, attributes = _PREFIX.unpack_from(data, pos)
     codec = attributes & 0x07
     timestamp = _TIMESTAMP.unpack_from(data, pos + _PREFIX.size)[0] if magic == 1 else None
     log_append_time = magic == 1 and bool(attributes & _TIMESTAMP_TYPE_BIT)
-    crc_valid = None if truncated else zlib.crc32(memoryview(data)[pos + _CRC_START:end]) == crc
+    crc_valid = None if truncated else zlib.crc32(memoryview(data)[pos + _CRC_START : end]) == crc
     batch = new_batch(
-        base_offset=offset, batch_length=size, magic=magic, crc=crc, crc_valid=crc_valid,
-        attributes=attributes, compression=compression_name(codec),
-        timestamp_type=None if magic == 0 else
-        ("LogAppendTime" if log_append_time else "CreateTime"),
-        max_timestamp=timestamp, truncated=truncated,
+        base_offset=offset,
+        batch_length=size,
+        magic=magic,
+        crc=crc,
+        crc_valid=crc_valid,
+        attributes=attributes,
+        compression=compression_name(codec),
+        timestamp_type=None if magic == 0 else ("LogAppendTime" if log_append_time else "CreateTime"),
+        max_timestamp=timestamp,
+        truncated=truncated,
     )
     if truncated:
         return batch
     try:
         key, value = _key_value(data, pos + _PREFIX.size + (8 if magic == 1 else 0), end)
         if codec == 0:
-            batch["records"] = [legacy_record(offset, timestamp, key, value,
-                                              attributes, crc, crc_valid)]
+            batch["records"] = [legacy_record(offset, timestamp, key, value, attributes, crc, crc_valid)]
         else:
             if value is None:
                 raise RecordsError("compressed wrapper message has a null value")
             inner = budget.decompress(codec, value)
-            batch["records"] = _inner_records(inner, offset, magic,
-                                              timestamp if log_append_time else None, batch,
-                                              budget.records_allowed())
+            batch["records"] = _inner_records(
+                inner, offset, magic, timestamp if log_append_time else None, batch, budget.records_allowed()
+            )
             budget.charge_records(len(batch["records"]))
     except RecordsError as e:
         batch["error"] = str(e)
@@ -74,15 +77,21 @@ def _key_value(data: bytes, pos: int, end: int) -> tuple[bytes | None, bytes | N
         elif size < 0 or size > end - pos:
             raise RecordsError(f"message {name} claims {size} bytes, {end - pos} left")
         else:
-            fields.append(data[pos:pos + size])
+            fields.append(data[pos : pos + size])
             pos += size
     if pos != end:
         raise RecordsError(f"message has {end - pos} bytes after its value")
     return fields[0], fields[1]
 
 
-def _inner_records(inner: bytes, wrapper_offset: int, wrapper_magic: int,
-                   log_append_time: int | None, batch: dict, limit: int = 1 << 62) -> list[dict]:
+def _inner_records(
+    inner: bytes,
+    wrapper_offset: int,
+    wrapper_magic: int,
+    log_append_time: int | None,
+    batch: dict,
+    limit: int = 1 << 62,
+) -> list[dict]:
     """The messages of a wrapper's nested set; `batch["records"]` gets them as they parse."""
     records = batch["records"]
     pos = 0
@@ -106,7 +115,7 @@ def _inner_records(inner: bytes, wrapper_offset: int, wrapper_magic: int,
             if log_append_time is not None:
                 timestamp = log_append_time
         key, value = _key_value(inner, pos + _PREFIX.size + (8 if magic == 1 else 0), end)
-        crc_valid = zlib.crc32(memoryview(inner)[pos + _CRC_START:end]) == crc
+        crc_valid = zlib.crc32(memoryview(inner)[pos + _CRC_START : end]) == crc
         records.append(legacy_record(offset, timestamp, key, value, attributes, crc, crc_valid))
         pos = end
     # Magic 1 wrappers carry the last inner offset and inner offsets are relative to the

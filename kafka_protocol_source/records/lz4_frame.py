@@ -69,7 +69,7 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
         pos, size, stored = _block(data, pos, block_checksum, block_max)
         if size == 0:
             break
-        block = view[pos:pos + size]
+        block = view[pos : pos + size]
         if stored:
             out += block
         else:
@@ -135,7 +135,7 @@ def _decode_linked_frame(data: bytes, frame_start: int, limit: int, out: bytearr
     header_end = frame_start + 6 + (8 if flg & 0x08 else 0)
     frame = bytearray(data[frame_start:pos])
     # Rewrite the header checksum so old-Kafka frames pass cramjam's strict check.
-    frame[header_end - frame_start] = (xxh32(data[frame_start + 4:header_end]) >> 8) & 0xFF
+    frame[header_end - frame_start] = (xxh32(data[frame_start + 4 : header_end]) >> 8) & 0xFF
     try:
         out += cramjam.lz4.decompress(bytes(frame))
     except cramjam.DecompressionError as e:
@@ -159,7 +159,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
         v = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed & _M32, (seed - _P1) & _M32]
         while pos + 16 <= n:
             for i in range(4):
-                lane = int.from_bytes(data[pos:pos + 4], "little")
+                lane = int.from_bytes(data[pos : pos + 4], "little")
                 v[i] = (_rotl((v[i] + lane * _P2) & _M32, 13) * _P1) & _M32
                 pos += 4
         h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _M32
@@ -167,7 +167,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
         h = (seed + _P5) & _M32
     h = (h + n) & _M32
     while pos + 4 <= n:
-        h = (_rotl((h + int.from_bytes(data[pos:pos + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
+        h = (_rotl((h + int.from_bytes(data[pos : pos + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
         pos += 4
     while pos < n:
         h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32

@@ -20,10 +20,13 @@ _MAGIC_AT = 16
 _MIN_LENGTH = {0: MIN_MESSAGE_SIZE[0], 1: MIN_MESSAGE_SIZE[1], 2: MIN_BATCH_LENGTH}
 
 
-def decode_records(data: bytes | bytearray | memoryview, *,
-                   max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-                   decode_control: ControlDecoder | None = None,
-                   budget: DecompressionBudget | None = None) -> list[dict]:
+def decode_records(
+    data: bytes | bytearray | memoryview,
+    *,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    decode_control: ControlDecoder | None = None,
+    budget: DecompressionBudget | None = None,
+) -> list[dict]:
     """Decode a Kafka `records` field into one dict per batch, in wire order.
 
     Bad bytes never raise: they end up in a batch's `error`, `crc_valid` or `truncated`.
@@ -47,11 +50,16 @@ def decode_records(data: bytes | bytearray | memoryview, *,
         declared_end = pos + LOG_OVERHEAD + length
         minimum = _MIN_LENGTH.get(magic)
         if minimum is None or length < minimum:
-            problem = (f"unknown magic {magic}" if minimum is None
-                       else f"length {length} below the minimum {minimum} for magic {magic}")
-            batches.append(new_batch(base_offset=base_offset, batch_length=length,
-                                     magic=magic, error=problem,
-                                     truncated=declared_end > n))
+            problem = (
+                f"unknown magic {magic}"
+                if minimum is None
+                else f"length {length} below the minimum {minimum} for magic {magic}"
+            )
+            batches.append(
+                new_batch(
+                    base_offset=base_offset, batch_length=length, magic=magic, error=problem, truncated=declared_end > n
+                )
+            )
             if minimum is None and length >= 0 and declared_end <= n:
                 pos = declared_end
                 continue

@@ -6,15 +6,39 @@ Does not decode anything.
 """
 
 BATCH_KEYS = (
-    "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "crc_valid",
-    "attributes", "compression", "timestamp_type", "is_transactional", "is_control",
-    "has_delete_horizon", "last_offset_delta", "base_timestamp", "max_timestamp",
-    "producer_id", "producer_epoch", "base_sequence", "records_count", "records",
-    "truncated", "error",
+    "base_offset",
+    "batch_length",
+    "partition_leader_epoch",
+    "magic",
+    "crc",
+    "crc_valid",
+    "attributes",
+    "compression",
+    "timestamp_type",
+    "is_transactional",
+    "is_control",
+    "has_delete_horizon",
+    "last_offset_delta",
+    "base_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "records_count",
+    "records",
+    "truncated",
+    "error",
 )
 
 RECORD_KEYS = (
-    "offset", "timestamp", "key", "value", "headers", "attributes", "crc", "crc_valid",
+    "offset",
+    "timestamp",
+    "key",
+    "value",
+    "headers",
+    "attributes",
+    "crc",
+    "crc_valid",
     "control",
 )
 
@@ -65,6 +89,13 @@ def new_batch(**fields) -> dict:
 
 def legacy_record(offset, timestamp, key, value, attributes, crc, crc_valid) -> dict:
     return {
-        "offset": offset, "timestamp": timestamp, "key": key, "value": value, "headers": [],
-        "attributes": attributes, "crc": crc, "crc_valid": crc_valid, "control": None,
+        "offset": offset,
+        "timestamp": timestamp,
+        "key": key,
+        "value": value,
+        "headers": [],
+        "attributes": attributes,
+        "crc": crc,
+        "crc_valid": crc_valid,
+        "control": None,
     }

@@ -22,8 +22,16 @@ from .queries import FINE_OUTCOMES, QUERIES
 from .svg import PALETTE, Series, bar_chart, histogram, line_chart
 
 DATA_ELEMENT_ID = "kafka-wire-report-data"
-_HEADERS = {"not_fine": "not ok", "client_ids": "client ids", "first_us": "first (UTC)", "last_us": "last (UTC)",
-            "p50_ms": "p50 ms", "p90_ms": "p90 ms", "p99_ms": "p99 ms", "max_ms": "max ms"}
+_HEADERS = {
+    "not_fine": "not ok",
+    "client_ids": "client ids",
+    "first_us": "first (UTC)",
+    "last_us": "last (UTC)",
+    "p50_ms": "p50 ms",
+    "p90_ms": "p90 ms",
+    "p99_ms": "p99 ms",
+    "max_ms": "max ms",
+}
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px 32px; color: #1d232a;
        max-width: 1180px; }
@@ -43,8 +51,9 @@ details pre { background: #f6f8fa; padding: 8px; font-size: 11px; overflow-x: au
 """
 
 
-def write_html_report(spark, exchanges, records, path, *, title: str = "kafka-wire report",
-                      top: int = 10) -> ReportData:
+def write_html_report(
+    spark, exchanges, records, path, *, title: str = "kafka-wire report", top: int = 10
+) -> ReportData:
     """Compute the report over the ``exchanges`` and ``records`` views (DataFrames) and write it to ``path``.
 
     ``top`` limits the clients, connections and topics tables. Returns what was
@@ -57,14 +66,21 @@ def write_html_report(spark, exchanges, records, path, *, title: str = "kafka-wi
 
 def render_html(data: ReportData, *, title: str = "kafka-wire report") -> str:
     r, s = data.results, data.summary
-    span = (f"{utc_time(s['first_us'])} – {utc_time(s['last_us'])} UTC ({duration(s['span_s'])})"
-            if s["first_us"] is not None else "no timestamps")
+    span = (
+        f"{utc_time(s['first_us'])} – {utc_time(s['last_us'])} UTC ({duration(s['span_s'])})"
+        if s["first_us"] is not None
+        else "no timestamps"
+    )
     buckets = duration(data.params["bucket_us"] / 1e6)
-    heading = (f'<h1>{escape(title)}</h1><p class="sub">{escape(span)} · {s["files"]} capture file(s) · '
-               f"time buckets of {buckets}</p>")
-    outcomes_note = (f'<p class="note">ok: answered without an error code; fine as well: '
-                     f"{', '.join(FINE_OUTCOMES[1:])}. ok_with_errors: a response that decoded but carries "
-                     "a non-zero error code.</p>")
+    heading = (
+        f'<h1>{escape(title)}</h1><p class="sub">{escape(span)} · {s["files"]} capture file(s) · '
+        f"time buckets of {buckets}</p>"
+    )
+    outcomes_note = (
+        f'<p class="note">ok: answered without an error code; fine as well: '
+        f"{', '.join(FINE_OUTCOMES[1:])}. ok_with_errors: a response that decoded but carries "
+        "a non-zero error code.</p>"
+    )
     body = [
         heading,
         _summary_cards(s),
@@ -82,7 +98,7 @@ def render_html(data: ReportData, *, title: str = "kafka-wire report") -> str:
         "<h2>Per client id</h2>",
         _table("per_client", r["per_client"]),
         "<h2>Topics</h2>",
-        "<p class=\"note\">Bytes are record keys plus values, as produced or fetched.</p>",
+        '<p class="note">Bytes are record keys plus values, as produced or fetched.</p>',
         _topic_chart(r["topics"]),
         _table("topics", r["topics"], empty="No records."),
         "<h2>Top connections</h2>",
@@ -92,24 +108,36 @@ def render_html(data: ReportData, *, title: str = "kafka-wire report") -> str:
         _queries_appendix(data),
     ]
     payload = json.dumps({"params": data.params, "results": data.results}).replace("</", "<\\/")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(body)
-            + f'\n<script type="application/json" id="{DATA_ELEMENT_ID}">{payload}</script>\n</body></html>\n')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>\n"
+        + "\n".join(body)
+        + f'\n<script type="application/json" id="{DATA_ELEMENT_ID}">{payload}</script>\n</body></html>\n'
+    )
 
 
 def _summary_cards(s: dict) -> str:
-    cards = [("files", "capture files"), ("connections", "connections"), ("client_ids", "client ids"),
-             ("exchanges", "exchanges"), ("not_fine", "not ok"), ("produced_records", "records produced"),
-             ("fetched_records", "records fetched"), ("produced_bytes", "bytes produced (key+value)"),
-             ("fetched_bytes", "bytes fetched (key+value)"), ("request_bytes", "request bytes")]
+    cards = [
+        ("files", "capture files"),
+        ("connections", "connections"),
+        ("client_ids", "client ids"),
+        ("exchanges", "exchanges"),
+        ("not_fine", "not ok"),
+        ("produced_records", "records produced"),
+        ("fetched_records", "records fetched"),
+        ("produced_bytes", "bytes produced (key+value)"),
+        ("fetched_bytes", "bytes fetched (key+value)"),
+        ("request_bytes", "request bytes"),
+    ]
     out = []
     for column, label in cards:
         value = s[column]
         bad = " bad" if column == "not_fine" and value else ""
-        out.append(f'<div class="card{bad}" data-query="summary" data-column="{column}" '
-                   f'data-value="{escape(json.dumps(value))}"><div class="n">{escape(cell_text(column, value))}</div>'
-                   f'<div class="k">{escape(label)}</div></div>')
+        out.append(
+            f'<div class="card{bad}" data-query="summary" data-column="{column}" '
+            f'data-value="{escape(json.dumps(value))}"><div class="n">{escape(cell_text(column, value))}</div>'
+            f'<div class="k">{escape(label)}</div></div>'
+        )
     return f'<div class="cards">{"".join(out)}</div>'
 
 
@@ -127,11 +155,15 @@ def _table(query: str, rows: list[dict], *, empty: str = "(none)") -> str:
             if (c == "not_fine" and value) or (c == "outcome" and value not in FINE_OUTCOMES):
                 css += " bad"
             text = cell_text(c, value)
-            cells.append(f'<td class="{css.strip()}" data-column="{escape(c)}" '
-                         f'data-value="{escape(json.dumps(value))}">{escape(text)}</td>')
+            cells.append(
+                f'<td class="{css.strip()}" data-column="{escape(c)}" '
+                f'data-value="{escape(json.dumps(value))}">{escape(text)}</td>'
+            )
         lines.append(f"<tr>{''.join(cells)}</tr>")
-    return (f'<table data-query="{query}" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(lines)}</tbody></table>")
+    return (
+        f'<table data-query="{query}" data-rows="{len(rows)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(lines)}</tbody></table>"
+    )
 
 
 def _timeline_charts(data: ReportData) -> str:
@@ -145,19 +177,45 @@ def _timeline_charts(data: ReportData) -> str:
     def series(rows, column, name, color):
         return Series(name, [row[column] for row in rows], color)
 
-    return "\n".join([
-        line_chart(xs, labels, [series(timeline, "exchanges_per_s", "exchanges/s", PALETTE[0]),
-                                series(timeline, "not_fine_per_s", "not ok/s", PALETTE[1])],
-                   chart_id="timeline-rate", title="Request rate", y_unit="per second"),
-        line_chart(xs, labels, [series(timeline, "p50_ms", "p50", PALETTE[0]),
-                                series(timeline, "p99_ms", "p99", PALETTE[1]),
-                                series(timeline, "max_ms", "max", PALETTE[5])],
-                   chart_id="timeline-latency", title="Latency (log scale)", y_unit="ms", log_y=True),
-        line_chart([row["bucket_start_us"] for row in records], labels,
-                   [series(records, "produced_per_s", "produced records/s", PALETTE[2]),
-                    series(records, "fetched_per_s", "fetched records/s", PALETTE[3])],
-                   chart_id="timeline-records", title="Record rates", y_unit="records per second"),
-    ])
+    return "\n".join(
+        [
+            line_chart(
+                xs,
+                labels,
+                [
+                    series(timeline, "exchanges_per_s", "exchanges/s", PALETTE[0]),
+                    series(timeline, "not_fine_per_s", "not ok/s", PALETTE[1]),
+                ],
+                chart_id="timeline-rate",
+                title="Request rate",
+                y_unit="per second",
+            ),
+            line_chart(
+                xs,
+                labels,
+                [
+                    series(timeline, "p50_ms", "p50", PALETTE[0]),
+                    series(timeline, "p99_ms", "p99", PALETTE[1]),
+                    series(timeline, "max_ms", "max", PALETTE[5]),
+                ],
+                chart_id="timeline-latency",
+                title="Latency (log scale)",
+                y_unit="ms",
+                log_y=True,
+            ),
+            line_chart(
+                [row["bucket_start_us"] for row in records],
+                labels,
+                [
+                    series(records, "produced_per_s", "produced records/s", PALETTE[2]),
+                    series(records, "fetched_per_s", "fetched records/s", PALETTE[3]),
+                ],
+                chart_id="timeline-records",
+                title="Record rates",
+                y_unit="records per second",
+            ),
+        ]
+    )
 
 
 def _histograms(rows: list[dict], api_order: list[str]) -> str:
@@ -167,10 +225,18 @@ def _histograms(rows: list[dict], api_order: list[str]) -> str:
     for row in rows:
         by_api[row["api"]][row["bin"]] = row["exchanges"]
     bins = range(min(row["bin"] for row in rows), max(row["bin"] for row in rows) + 1)
-    labels = [f"{_ms(2.0 ** b)}–{_ms(2.0 ** (b + 1))}" for b in bins]
+    labels = [f"{_ms(2.0**b)}–{_ms(2.0 ** (b + 1))}" for b in bins]
     apis = sorted(by_api, key=lambda a: (api_order.index(a) if a in api_order else len(api_order), a))
-    charts = [histogram(labels, [by_api[api].get(b, 0) for b in bins], chart_id=f"latency-histogram-{api}",
-                        title=api, color=PALETTE[i % len(PALETTE)]) for i, api in enumerate(apis)]
+    charts = [
+        histogram(
+            labels,
+            [by_api[api].get(b, 0) for b in bins],
+            chart_id=f"latency-histogram-{api}",
+            title=api,
+            color=PALETTE[i % len(PALETTE)],
+        )
+        for i, api in enumerate(apis)
+    ]
     return f'<div class="grid">{"".join(charts)}</div>'
 
 
@@ -178,16 +244,27 @@ def _topic_chart(rows: list[dict]) -> str:
     if not rows:
         return ""
     topics = [row["topic"] for row in rows]
-    return bar_chart(topics, [Series("produced bytes", [row["produced_bytes"] for row in rows], PALETTE[2]),
-                              Series("fetched bytes", [row["fetched_bytes"] for row in rows], PALETTE[3])],
-                     chart_id="topic-bytes", title="Bytes per topic", unit="bytes")
+    return bar_chart(
+        topics,
+        [
+            Series("produced bytes", [row["produced_bytes"] for row in rows], PALETTE[2]),
+            Series("fetched bytes", [row["fetched_bytes"] for row in rows], PALETTE[3]),
+        ],
+        chart_id="topic-bytes",
+        title="Bytes per topic",
+        unit="bytes",
+    )
 
 
 def _queries_appendix(data: ReportData) -> str:
     params = ", ".join(f":{k} = {v}" for k, v in data.params.items())
-    sections = "".join(f"<h3>{escape(name)}</h3><pre>{escape(textwrap.dedent(sql).strip())}</pre>" for name, sql in QUERIES.items())
-    return (f"<h2>How these numbers were computed</h2><details><summary>The Spark SQL behind every table and "
-            f"chart ({escape(params)}; {{exchanges}} and {{records}} are the two views)</summary>{sections}</details>")
+    sections = "".join(
+        f"<h3>{escape(name)}</h3><pre>{escape(textwrap.dedent(sql).strip())}</pre>" for name, sql in QUERIES.items()
+    )
+    return (
+        f"<h2>How these numbers were computed</h2><details><summary>The Spark SQL behind every table and "
+        f"chart ({escape(params)}; {{exchanges}} and {{records}} are the two views)</summary>{sections}</details>"
+    )
 
 
 def _ms(value: float) -> str:

@@ -16,8 +16,7 @@ from ..spec.error_codes import ERROR_NAMES
 # An exchange is fine when it went as the protocol says: answered without an error code, or a request that
 # expects no answer (Produce acks=0), or SASL tokens after SaslHandshake v0. An answer carrying a non-zero
 # error code (``error_codes``) is not fine even though it decoded: it is counted as ``ok_with_errors``.
-OUTCOME = ("CASE WHEN status = 'ok' AND size(coalesce(error_codes, array())) > 0 THEN 'ok_with_errors' "
-           "ELSE status END")
+OUTCOME = "CASE WHEN status = 'ok' AND size(coalesce(error_codes, array())) > 0 THEN 'ok_with_errors' ELSE status END"
 FINE_OUTCOMES = ("ok", "no_response", "sasl")
 _NOT_FINE = f"CASE WHEN ({OUTCOME}) IN {tuple(FINE_OUTCOMES)!r} THEN 0 ELSE 1 END"
 _EVENT_TIME = "coalesce(request_time, response_time)"
@@ -25,12 +24,27 @@ _END_TIME = "coalesce(response_time, request_time)"
 _PERCENTILES = "percentile_approx(latency_ms, array(0.5, 0.9, 0.99))"
 _LATENCY_COLUMNS = "p[0] AS p50_ms, p[1] AS p90_ms, p[2] AS p99_ms, max_ms"
 _RECORD_BYTES = "coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0)"
-HISTOGRAM_FLOOR_MS = 2.0 ** -6  # latencies below ~16 µs share the first bin
+HISTOGRAM_FLOOR_MS = 2.0**-6  # latencies below ~16 µs share the first bin
 
 # The columns the queries read: callers may cache just these.
-EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
-                    "response_time", "latency_ms", "api_name", "api_version", "client_id", "request_size",
-                    "response_size", "status", "error", "note", "error_codes")
+EXCHANGE_COLUMNS = (
+    "capture_file",
+    "connection_id",
+    "client_address",
+    "broker_address",
+    "request_time",
+    "response_time",
+    "latency_ms",
+    "api_name",
+    "api_version",
+    "client_id",
+    "request_size",
+    "response_size",
+    "status",
+    "error",
+    "note",
+    "error_codes",
+)
 RECORD_COLUMNS = ("topic", "topic_id", "partition", "direction", "key", "value", "request_time")
 
 
@@ -145,7 +159,8 @@ QUERIES: dict[str, str] = {
 
 # Bucket widths a reader can take in at a glance, in microseconds
 _NICE_BUCKETS_US = [w * 1000 for w in (1, 2, 5, 10, 20, 50, 100, 200, 500)] + [
-    s * 1_000_000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)]
+    s * 1_000_000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+]
 MAX_BUCKETS = 120
 
 

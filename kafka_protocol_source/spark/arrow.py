@@ -18,6 +18,7 @@ from pyspark.sql.types import ArrayType, StringType, StructType, VariantType
 
 from .variant import VariantEncoder
 
+
 class BatchBuilder:
     """Builds RecordBatches of one Spark schema from rows given as dicts keyed by column."""
 
@@ -62,15 +63,15 @@ class BatchBuilder:
         key = id(dtype)
         needs = self._needs.get(key)
         if needs is None:
-            needs = self._needs[key] = bool(self._fix_fields(dtype)) or isinstance(dtype, ArrayType) and \
-                self._needs_fixing(dtype.elementType)
+            needs = self._needs[key] = (
+                bool(self._fix_fields(dtype)) or isinstance(dtype, ArrayType) and self._needs_fixing(dtype.elementType)
+            )
         return needs
 
     def _fix_fields(self, dtype) -> list:
         if not isinstance(dtype, StructType):
             return []
-        return [f for f in dtype.fields
-                if f.metadata.get("kafka_wire") == "json" or self._needs_fixing(f.dataType)]
+        return [f for f in dtype.fields if f.metadata.get("kafka_wire") == "json" or self._needs_fixing(f.dataType)]
 
     def _fix(self, value, dtype):
         if value is None:

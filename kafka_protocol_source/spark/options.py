@@ -22,37 +22,36 @@ OPTION_DOC = {
     "path": "a file, directory or glob",
     "paths": "several paths, as load([a, b]) passes them (a JSON list)",
     "view": "exchanges (default: one row per request/response), records (one row per record), connections "
-            "(one per TCP connection), groups (one per consumer group generation) or lag (one per Fetch and "
-            "partition)",
+    "(one per TCP connection), groups (one per consumer group generation) or lag (one per Fetch and "
+    "partition)",
     "api": "typed request/response structs for one api, by name (Produce) or key (0)",
     "apiVersion": "with api: only rows of that version, with exactly that version's schema",
     "apis": "comma-separated api names or keys: decode and return only these",
     "mode": "PERMISSIVE (default), DROPMALFORMED or FAILFAST",
     "columnNameOfCorruptRecord": "column for the raw bytes of bad frames (default _corrupt_record; "
-                                 "added when this option is set or the schema has the column)",
+    "added when this option is set or the schema has the column)",
     "ports": "comma-separated broker ports (default 9092)",
     "detectKafka": "true (default): also find Kafka on other ports, by a request start in a side's bytes",
     "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
     "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
     "maxDecompressedBytes": "what the records fields of one frame may decompress to, together "
-                            "(default 134217728); a frame past it says so in its row",
+    "(default 134217728); a frame past it says so in its row",
     "specs": "directory of Kafka JSON message definitions, or a krammar file, to decode with (default: bundled)",
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
     "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
     "stitch": "true (default): files of one rotated capture session are read as one capture",
     "stitchTolerance": "seconds between one file's last packet and the next one's first for them to "
-                       "be one session (default 60)",
+    "be one session (default 60)",
     "maxFilesPerTrigger": "streaming: at most this many files with new packets per micro-batch",
     "maxBytesPerTrigger": "streaming: about this many bytes of files with new packets per micro-batch",
     "minFileAge": "streaming: seconds a new file must exist before it is read (default 0: whole "
-                  "packets are read as they are written)",
-    "maxFileAge": "streaming: files modified this many seconds before the newest are ignored "
-                  "(default 604800, a week)",
+    "packets are read as they are written)",
+    "maxFileAge": "streaming: files modified this many seconds before the newest are ignored (default 604800, a week)",
     "idleTimeout": "streaming: seconds of capture time after which a request still unanswered is "
-                   "given up (default 300)",
+    "given up (default 300)",
     "quietTimeout": "streaming: seconds without a new packet in the folder after which the exchanges "
-                    "still open are emitted (default 60)",
+    "still open are emitted (default 60)",
 }
 
 
@@ -131,15 +130,22 @@ class ReadOptions:
         if api_key is not None:
             apis = frozenset({api_key}) if apis is None else apis & {api_key}
         return cls(
-            paths=_paths(opts), view=view, api_key=api_key, api_version=api_version, apis=apis, mode=mode,
+            paths=_paths(opts),
+            view=view,
+            api_key=api_key,
+            api_version=api_version,
+            apis=apis,
+            mode=mode,
             corrupt_column=opts.get("columnnameofcorruptrecord", "_corrupt_record"),
             corrupt_requested="columnnameofcorruptrecord" in opts,
             ports=frozenset(_int_list(opts, "ports")) if "ports" in opts else DEFAULT_PORTS,
             detect_kafka=_bool(opts, "detectkafka", True),
             max_frame_size=_int(opts, "maxframesize", 100 * 1024 * 1024, low=8),
             max_buffered_bytes=_int(opts, "maxbufferedbytes", 16 * 1024 * 1024, low=0),
-            specs=opts.get("specs"), recursive=_bool(opts, "recursivefilelookup", False),
-            glob_filter=opts.get("pathglobfilter"), split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
+            specs=opts.get("specs"),
+            recursive=_bool(opts, "recursivefilelookup", False),
+            glob_filter=opts.get("pathglobfilter"),
+            split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
             stitch=_bool(opts, "stitch", True),
             stitch_tolerance_ns=int(_seconds(opts, "stitchtolerance", 60.0) * 1e9),
             max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=0),

@@ -34,8 +34,15 @@ class CapturePartition(InputPartition):
     """Files of one capture session (usually one file), one connection slice of them, and for a
     stream the packets to read (``limits``) and which rows are new (``emit``)."""
 
-    def __init__(self, paths, index: int = 0, count: int = 1, limits: dict | None = None,
-                 emit: EmitRule | None = None, notice: str | None = None):
+    def __init__(
+        self,
+        paths,
+        index: int = 0,
+        count: int = 1,
+        limits: dict | None = None,
+        emit: EmitRule | None = None,
+        notice: str | None = None,
+    ):
         paths = (paths,) if isinstance(paths, str) else tuple(paths)
         super().__init__((paths, index, count))
         self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
@@ -58,8 +65,11 @@ class EmitRule:
     after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
 
     def wants(self, ex, paths) -> bool:
-        if (self.after_flush and ex.request_packet is not None
-                and ex.request_packet < self.new_from.get(ex.capture_file, 0)):
+        if (
+            self.after_flush
+            and ex.request_packet is not None
+            and ex.request_packet < self.new_from.get(ex.capture_file, 0)
+        ):
             return False  # its request was open at the flush, and was emitted then as unanswered
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
@@ -73,8 +83,9 @@ class EmitRule:
         return (self.stale_from_ns is None or ns >= self.stale_from_ns) and ns < self.stale_to_ns
 
 
-def plan_partitions(files, split_size: int, stitch: bool = False,
-                    tolerance_ns: int = DEFAULT_STITCH_TOLERANCE_NS) -> list[CapturePartition]:
+def plan_partitions(
+    files, split_size: int, stitch: bool = False, tolerance_ns: int = DEFAULT_STITCH_TOLERANCE_NS
+) -> list[CapturePartition]:
     """Partitions of a batch read: one per capture session (files of a rotated capture, when
     ``stitch``; else one per file); one over ``split_size`` bytes is shared by several, by connection."""
     groups = [[f] for f in files]
@@ -116,8 +127,9 @@ class PartitionReader:
             if o.view != "records" and o.mode == "PERMISSIVE":
                 yield exchange_row(notice_row(partition.path, partition.notice), None)
             elif o.mode == "FAILFAST":
-                raise RuntimeError(f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: "
-                                   f"{partition.notice}")
+                raise RuntimeError(
+                    f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: {partition.notice}"
+                )
             return
         records_view = o.view == "records"
         derived = o.view in DERIVED_VIEWS
@@ -126,9 +138,18 @@ class PartitionReader:
         if derived:
             apis, shared = apis_needed(o.view, self.apis), shared_apis(o.view)
         paths = partition.paths
-        options = CaptureOptions(o.ports, o.detect_kafka, o.max_frame_size, o.max_buffered_bytes, o.specs,
-                                 apis, self.window, partition.limits or {}, issues_here=partition.index == 0,
-                                 max_decompressed_bytes=o.max_decompressed_bytes)
+        options = CaptureOptions(
+            o.ports,
+            o.detect_kafka,
+            o.max_frame_size,
+            o.max_buffered_bytes,
+            o.specs,
+            apis,
+            self.window,
+            partition.limits or {},
+            issues_here=partition.index == 0,
+            max_decompressed_bytes=o.max_decompressed_bytes,
+        )
         scope = slice_scope(partition.index, partition.count, shared)
         exchanges = read_with(list(paths), options, scope)
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
@@ -163,10 +184,26 @@ class PartitionReader:
 
 
 def notice_row(path: str, error: str) -> Exchange:
-    return Exchange(capture_file=path, connection_id=None, client_address=None, broker_address=None,
-                    request_time=None, response_time=None, latency_ms=None, api_key=None, api_name=None,
-                    api_version=None, correlation_id=None, client_id=None, request_size=None, response_size=None,
-                    request=None, response=None, status=CAPTURE_ERROR, error=error)
+    return Exchange(
+        capture_file=path,
+        connection_id=None,
+        client_address=None,
+        broker_address=None,
+        request_time=None,
+        response_time=None,
+        latency_ms=None,
+        api_key=None,
+        api_name=None,
+        api_version=None,
+        correlation_id=None,
+        client_id=None,
+        request_size=None,
+        response_size=None,
+        request=None,
+        response=None,
+        status=CAPTURE_ERROR,
+        error=error,
+    )
 
 
 def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):
@@ -198,5 +235,7 @@ def _failfast_message(ex) -> str:
         where.append(f"stream byte {ex.stream_offset}")
     if ex.connection_id:
         where.append(f"connection {ex.connection_id}")
-    return (f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: {', '.join(where)}: "
-            f"{ex.status}: {ex.error}")
+    return (
+        f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: {', '.join(where)}: "
+        f"{ex.status}: {ex.error}"
+    )

@@ -18,7 +18,7 @@ _SIDE_FILES = (".json", ".jsonl", ".md", ".txt", ".crc")
 def expand(paths, recursive: bool = False, glob_filter: str | None = None) -> list[str]:
     found: list[str] = []
     for raw in paths:
-        path = raw[len("file:"):] if raw.startswith("file:") else raw
+        path = raw[len("file:") :] if raw.startswith("file:") else raw
         path = os.path.expanduser(path)
         matches = sorted(glob.glob(path)) if glob.has_magic(path) else ([path] if os.path.exists(path) else [])
         if not matches:

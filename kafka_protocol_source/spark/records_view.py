@@ -32,8 +32,9 @@ def record_rows(exchange, names: TopicNames):
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
-                yield from _batches(exchange, "fetch", name, topic_id, part.get("partition_index"), part.get("records"),
-                                    answer)
+                yield from _batches(
+                    exchange, "fetch", name, topic_id, part.get("partition_index"), part.get("records"), answer
+                )
 
 
 def _produce_answers(response: dict | None, names: TopicNames) -> dict:
@@ -70,23 +71,39 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
     for batch in batches or ():
         compression = batch["compression"]
         base = {
-            "topic": topic, "partition": partition, "direction": direction, "client_id": exchange.client_id,
-            "client_address": exchange.client_address, "broker_address": exchange.broker_address,
-            "request_time": exchange.request_time, "api_version": exchange.api_version,
-            "compression": compression, "batch_offset": batch["base_offset"], "producer_id": batch["producer_id"],
-            "is_transactional": batch["is_transactional"], "is_control": batch["is_control"],
+            "topic": topic,
+            "partition": partition,
+            "direction": direction,
+            "client_id": exchange.client_id,
+            "client_address": exchange.client_address,
+            "broker_address": exchange.broker_address,
+            "request_time": exchange.request_time,
+            "api_version": exchange.api_version,
+            "compression": compression,
+            "batch_offset": batch["base_offset"],
+            "producer_id": batch["producer_id"],
+            "is_transactional": batch["is_transactional"],
+            "is_control": batch["is_control"],
             "timestampType": _TIMESTAMP_TYPES.get(batch["timestamp_type"], -1),
-            "topic_id": topic_id, "capture_file": exchange.capture_file, "connection_id": exchange.connection_id,
+            "topic_id": topic_id,
+            "capture_file": exchange.capture_file,
+            "connection_id": exchange.connection_id,
         }
         batch_crc = batch["crc_valid"]
         for record in batch["records"]:
             row = dict(base)
             ts = record["timestamp"]
             offset = record["offset"]
-            row.update(key=record["key"], value=record["value"], offset=None if offset is None else offset + shift,
-                       timestamp=_ms(ts), headers=record["headers"],
-                       crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,
-                       offset_assigned=assigned, error_name=error_name_)
+            row.update(
+                key=record["key"],
+                value=record["value"],
+                offset=None if offset is None else offset + shift,
+                timestamp=_ms(ts),
+                headers=record["headers"],
+                crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,
+                offset_assigned=assigned,
+                error_name=error_name_,
+            )
             yield row
 
 

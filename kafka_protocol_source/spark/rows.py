@@ -13,9 +13,27 @@ from __future__ import annotations
 from ..spec.error_codes import error_name
 from ..views.outcomes import error_codes
 
-EXCHANGE_COLUMNS = ("capture_file", "connection_id", "client_address", "broker_address", "request_time",
-                    "response_time", "latency_ms", "api_key", "api_name", "api_version", "correlation_id",
-                    "client_id", "request_size", "response_size", "status", "error", "note", "request", "response")
+EXCHANGE_COLUMNS = (
+    "capture_file",
+    "connection_id",
+    "client_address",
+    "broker_address",
+    "request_time",
+    "response_time",
+    "latency_ms",
+    "api_key",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "client_id",
+    "request_size",
+    "response_size",
+    "status",
+    "error",
+    "note",
+    "request",
+    "response",
+)
 OK, ERROR_RESPONSE = "ok", "error_response"
 
 

@@ -12,9 +12,23 @@ Deterministic: the same specs give the same schema, field order following the sp
 
 from __future__ import annotations
 
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DoubleType, IntegerType,
-                               LongType, MapType, ShortType, StringType, StructField, StructType, TimestampType,
-                               VariantType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+    VariantType,
+)
 
 from ..spec.ir import Struct
 
@@ -22,69 +36,130 @@ JSON_FIELD = {"kafka_wire": "json"}  # a nested structure of no fixed shape, ren
 from ..spec.registry import SpecRegistry
 
 _PRIMITIVE = {
-    "bool": BooleanType(), "int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
-    "uint16": IntegerType(), "uint32": LongType(), "float64": DoubleType(), "string": StringType(),
-    "uuid": StringType(), "bytes": BinaryType(),
-    "varint": IntegerType(), "varlong": LongType(), "varint-string": StringType(), "varint-bytes": BinaryType(),
+    "bool": BooleanType(),
+    "int8": ByteType(),
+    "int16": ShortType(),
+    "int32": IntegerType(),
+    "int64": LongType(),
+    "uint16": IntegerType(),
+    "uint32": LongType(),
+    "float64": DoubleType(),
+    "string": StringType(),
+    "uuid": StringType(),
+    "bytes": BinaryType(),
+    "varint": IntegerType(),
+    "varlong": LongType(),
+    "varint-string": StringType(),
+    "varint-bytes": BinaryType(),
 }
 _WIDER = [ByteType(), ShortType(), IntegerType(), LongType()]
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-CONTROL_TYPE = StructType([
-    StructField("type", IntegerType()), StructField("type_name", StringType()), StructField("version", IntegerType()),
-    StructField("data", StringType(), metadata=JSON_FIELD),  # the KRaft control data message, as JSON
-    StructField("error", StringType()),
-])
-RECORD_TYPE = StructType([
-    StructField("offset", LongType()), StructField("timestamp", LongType()), StructField("key", BinaryType()),
-    StructField("value", BinaryType()), StructField("headers", ArrayType(HEADER_TYPE)),
-    StructField("attributes", IntegerType()), StructField("crc", LongType()), StructField("crc_valid", BooleanType()),
-    StructField("control", CONTROL_TYPE),
-])
-BATCH_TYPE = StructType([
-    StructField("base_offset", LongType()), StructField("batch_length", IntegerType()),
-    StructField("partition_leader_epoch", IntegerType()), StructField("magic", ByteType()),
-    StructField("crc", LongType()), StructField("crc_valid", BooleanType()), StructField("attributes", ShortType()),
-    StructField("compression", StringType()), StructField("timestamp_type", StringType()),
-    StructField("is_transactional", BooleanType()), StructField("is_control", BooleanType()),
-    StructField("has_delete_horizon", BooleanType()), StructField("last_offset_delta", IntegerType()),
-    StructField("base_timestamp", LongType()), StructField("max_timestamp", LongType()),
-    StructField("producer_id", LongType()), StructField("producer_epoch", ShortType()),
-    StructField("base_sequence", IntegerType()), StructField("records_count", IntegerType()),
-    StructField("records", ArrayType(RECORD_TYPE)), StructField("truncated", BooleanType()),
-    StructField("error", StringType()),
-])
+CONTROL_TYPE = StructType(
+    [
+        StructField("type", IntegerType()),
+        StructField("type_name", StringType()),
+        StructField("version", IntegerType()),
+        StructField("data", StringType(), metadata=JSON_FIELD),  # the KRaft control data message, as JSON
+        StructField("error", StringType()),
+    ]
+)
+RECORD_TYPE = StructType(
+    [
+        StructField("offset", LongType()),
+        StructField("timestamp", LongType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("headers", ArrayType(HEADER_TYPE)),
+        StructField("attributes", IntegerType()),
+        StructField("crc", LongType()),
+        StructField("crc_valid", BooleanType()),
+        StructField("control", CONTROL_TYPE),
+    ]
+)
+BATCH_TYPE = StructType(
+    [
+        StructField("base_offset", LongType()),
+        StructField("batch_length", IntegerType()),
+        StructField("partition_leader_epoch", IntegerType()),
+        StructField("magic", ByteType()),
+        StructField("crc", LongType()),
+        StructField("crc_valid", BooleanType()),
+        StructField("attributes", ShortType()),
+        StructField("compression", StringType()),
+        StructField("timestamp_type", StringType()),
+        StructField("is_transactional", BooleanType()),
+        StructField("is_control", BooleanType()),
+        StructField("has_delete_horizon", BooleanType()),
+        StructField("last_offset_delta", IntegerType()),
+        StructField("base_timestamp", LongType()),
+        StructField("max_timestamp", LongType()),
+        StructField("producer_id", LongType()),
+        StructField("producer_epoch", ShortType()),
+        StructField("base_sequence", IntegerType()),
+        StructField("records_count", IntegerType()),
+        StructField("records", ArrayType(RECORD_TYPE)),
+        StructField("truncated", BooleanType()),
+        StructField("error", StringType()),
+    ]
+)
 UNKNOWN_TAGS = StructField("unknown_tagged_fields", MapType(IntegerType(), BinaryType()))
 
 EXCHANGE_FIELDS = [
-    StructField("capture_file", StringType()), StructField("connection_id", StringType()),
-    StructField("client_address", StringType()), StructField("broker_address", StringType()),
-    StructField("request_time", TimestampType()), StructField("response_time", TimestampType()),
-    StructField("latency_ms", DoubleType()), StructField("api_key", ShortType()), StructField("api_name", StringType()),
-    StructField("api_version", ShortType()), StructField("correlation_id", IntegerType()),
-    StructField("client_id", StringType()), StructField("request_size", IntegerType()),
-    StructField("response_size", IntegerType()), StructField("status", StringType()), StructField("error", StringType()),
-    StructField("note", StringType()), StructField("error_codes", ArrayType(ShortType())),
-    StructField("error_names", ArrayType(StringType())), StructField("outcome", StringType()),
+    StructField("capture_file", StringType()),
+    StructField("connection_id", StringType()),
+    StructField("client_address", StringType()),
+    StructField("broker_address", StringType()),
+    StructField("request_time", TimestampType()),
+    StructField("response_time", TimestampType()),
+    StructField("latency_ms", DoubleType()),
+    StructField("api_key", ShortType()),
+    StructField("api_name", StringType()),
+    StructField("api_version", ShortType()),
+    StructField("correlation_id", IntegerType()),
+    StructField("client_id", StringType()),
+    StructField("request_size", IntegerType()),
+    StructField("response_size", IntegerType()),
+    StructField("status", StringType()),
+    StructField("error", StringType()),
+    StructField("note", StringType()),
+    StructField("error_codes", ArrayType(ShortType())),
+    StructField("error_names", ArrayType(StringType())),
+    StructField("outcome", StringType()),
 ]
 
-RECORDS_VIEW = StructType([
-    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-    StructField("partition", IntegerType()), StructField("offset", LongType()), StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()), StructField("headers", ArrayType(HEADER_TYPE)),
-    StructField("direction", StringType()), StructField("client_id", StringType()),
-    StructField("client_address", StringType()), StructField("broker_address", StringType()),
-    StructField("request_time", TimestampType()), StructField("api_version", ShortType()),
-    StructField("compression", StringType()), StructField("batch_offset", LongType()),
-    StructField("producer_id", LongType()), StructField("is_transactional", BooleanType()),
-    StructField("is_control", BooleanType()), StructField("crc_valid", BooleanType()),
-    StructField("topic_id", StringType()), StructField("capture_file", StringType()),
-    StructField("connection_id", StringType()),
-    # produced records: whether ``offset`` is the log offset the broker assigned (else batch-relative:
-    # no response captured, acks=0, or refused); error_name: the partition's error in the response
-    # (the broker refused a produced batch, or a fetch of the partition failed)
-    StructField("offset_assigned", BooleanType()), StructField("error_name", StringType()),
-])
+RECORDS_VIEW = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField("headers", ArrayType(HEADER_TYPE)),
+        StructField("direction", StringType()),
+        StructField("client_id", StringType()),
+        StructField("client_address", StringType()),
+        StructField("broker_address", StringType()),
+        StructField("request_time", TimestampType()),
+        StructField("api_version", ShortType()),
+        StructField("compression", StringType()),
+        StructField("batch_offset", LongType()),
+        StructField("producer_id", LongType()),
+        StructField("is_transactional", BooleanType()),
+        StructField("is_control", BooleanType()),
+        StructField("crc_valid", BooleanType()),
+        StructField("topic_id", StringType()),
+        StructField("capture_file", StringType()),
+        StructField("connection_id", StringType()),
+        # produced records: whether ``offset`` is the log offset the broker assigned (else batch-relative:
+        # no response captured, acks=0, or refused); error_name: the partition's error in the response
+        # (the broker refused a produced batch, or a fetch of the partition failed)
+        StructField("offset_assigned", BooleanType()),
+        StructField("error_name", StringType()),
+    ]
+)
 
 # Embedded structures (codec/embedded.py): (message, path of the struct holding the bytes) -> (field, data message)
 _CONSUMER_DATA = {
@@ -114,8 +189,10 @@ def typed_body_type(registry: SpecRegistry, name: str, versions) -> StructType:
 
 
 def _struct_type(struct: Struct, registry: SpecRegistry, message: str, path: tuple) -> StructType:
-    fields = [StructField(f.name, _field_type(f, registry, message, path + (f.name,)))
-              for f in (*struct.fields, *struct.tagged)]
+    fields = [
+        StructField(f.name, _field_type(f, registry, message, path + (f.name,)))
+        for f in (*struct.fields, *struct.tagged)
+    ]
     if struct.flexible:
         fields.append(UNKNOWN_TAGS)
     embedded = _CONSUMER_DATA.get((message, path))
@@ -123,12 +200,16 @@ def _struct_type(struct: Struct, registry: SpecRegistry, message: str, path: tup
         raw, data_name = embedded
         data = registry.message(data_name)
         decoded = typed_body_type(registry, data_name, data.valid_versions.versions())
-        fields += [StructField(f"{raw}_decoded", StructType([StructField("version", ShortType()), *decoded.fields])),
-                   StructField(f"{raw}_error", StringType())]
+        fields += [
+            StructField(f"{raw}_decoded", StructType([StructField("version", ShortType()), *decoded.fields])),
+            StructField(f"{raw}_error", StringType()),
+        ]
     json_field = _JSON_DATA.get((message, path))
     if json_field:
-        fields += [StructField(f"{json_field}_decoded", StringType(), metadata=JSON_FIELD),
-                   StructField(f"{json_field}_error", StringType())]
+        fields += [
+            StructField(f"{json_field}_decoded", StringType(), metadata=JSON_FIELD),
+            StructField(f"{json_field}_error", StringType()),
+        ]
     return StructType(fields)
 
 
@@ -157,5 +238,7 @@ def _merge(a: DataType, b: DataType) -> DataType:
         return ArrayType(_merge(a.elementType, b.elementType))
     if a in _WIDER and b in _WIDER:
         return max(a, b, key=_WIDER.index)
-    raise ValueError(f"a field changes type across versions ({a.simpleString()} vs {b.simpleString()}); "
-                     "read that api with apiVersion set to one version")
+    raise ValueError(
+        f"a field changes type across versions ({a.simpleString()} vs {b.simpleString()}); "
+        "read that api with apiVersion set to one version"
+    )

@@ -13,8 +13,16 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                    LessThan, LessThanOrEqual)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+)
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from ..codec.decoder import decoder_for
@@ -58,8 +66,10 @@ class KafkaWireDataSource(DataSource):
 
         options = ReadOptions.parse(self.options)
         if options.view in VIEW_SCHEMAS:
-            raise OptionError(f"view={options.view} summarises whole captures and is read in batch only "
-                              "(spark.read, not spark.readStream)")
+            raise OptionError(
+                f"view={options.view} summarises whole captures and is read in batch only "
+                "(spark.read, not spark.readStream)"
+            )
         return KafkaWireStreamReader(options, schema, dict(self.options))
 
 
@@ -96,11 +106,15 @@ def default_schema(options: ReadOptions) -> StructType:
             # The definitions in use lack this api: its rows come as unknown_api, with no typed fields.
             schema = exchange_schema((StructType([]), StructType([])))
         else:
-            versions = ([options.api_version] if options.api_version is not None
-                        else list(request.valid_versions.versions()))
-            schema = exchange_schema((typed_body_type(registry, request.name, versions),
-                                      typed_body_type(registry, response.name,
-                                                      [v for v in versions if v in response.valid_versions])))
+            versions = (
+                [options.api_version] if options.api_version is not None else list(request.valid_versions.versions())
+            )
+            schema = exchange_schema(
+                (
+                    typed_body_type(registry, request.name, versions),
+                    typed_body_type(registry, response.name, [v for v in versions if v in response.valid_versions]),
+                )
+            )
     if options.corrupt_requested and options.view == "exchanges":
         schema = StructType(schema.fields + [StructField(options.corrupt_column, BinaryType())])
     return schema

@@ -25,8 +25,7 @@ import os
 import time
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxBytes, ReadMaxFiles,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, sessions, summarize
@@ -51,8 +50,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self.idle_ns = int(float(opts.get("idletimeout", "300")) * 1e9)
             self.quiet_ns = int(float(opts.get("quiettimeout", "60")) * 1e9)
         except ValueError as e:
-            raise OptionError(f"maxFilesPerTrigger and maxBytesPerTrigger must be integers, minFileAge, "
-                              f"maxFileAge, idleTimeout and quietTimeout numbers of seconds: {e}") from e
+            raise OptionError(
+                f"maxFilesPerTrigger and maxBytesPerTrigger must be integers, minFileAge, "
+                f"maxFileAge, idleTimeout and quietTimeout numbers of seconds: {e}"
+            ) from e
         self._summaries: dict[tuple, CaptureSummary | None] = {}
         self._target: dict | None = None  # availableNow: nothing past what was there at the start
 
@@ -112,15 +113,23 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def partitions(self, start: dict, end: dict):
         before, after = start["files"], end["files"]
-        summaries = [self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
-                     for p in after if os.path.exists(p)]
+        summaries = [
+            self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
+            for p in after
+            if os.path.exists(p)
+        ]
         parts = []
         for path, was in before.items():
             now = after.get(path)
             if now is not None and now["first_ns"] == was["first_ns"] and now["packets"] < was["packets"]:
-                parts.append(CapturePartition((path,), notice=f"the file shrank from {was['packets']} to "
-                                                              f"{now['packets']} packets after they were read "
-                                                              "(truncated or overwritten in place); not read again"))
+                parts.append(
+                    CapturePartition(
+                        (path,),
+                        notice=f"the file shrank from {was['packets']} to "
+                        f"{now['packets']} packets after they were read "
+                        "(truncated or overwritten in place); not read again",
+                    )
+                )
         for chain in sessions(summaries, self.options.stitch_tolerance_ns if self.options.stitch else -1):
             new = [s for s in chain if _packets(after, s) > _packets(before, s)]
             flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER
@@ -129,12 +138,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             first_new = chain.index(new[0]) if new else len(chain) - 1
             last_new = chain.index(new[-1]) if new else len(chain) - 1
             tail_from = self._tail_start(chain, first_new)
-            files = chain[tail_from:last_new + 1]
+            files = chain[tail_from : last_new + 1]
             paths = tuple(s.path for s in files)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
-            emit = EmitRule(new_from, *self._stale_window(start["end_ns"], end["end_ns"]),
-                            after_flush=start["end_ns"] == QUIET)
+            emit = EmitRule(
+                new_from, *self._stale_window(start["end_ns"], end["end_ns"]), after_flush=start["end_ns"] == QUIET
+            )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
             size = sum(s.size for s in files)

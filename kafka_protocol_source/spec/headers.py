@@ -15,7 +15,6 @@ from .api_keys import API_VERSIONS, CONTROLLED_SHUTDOWN
 from .ir import MessageDef
 
 
-
 def request_header_version(request: MessageDef, version: int) -> int:
     if request.api_key == CONTROLLED_SHUTDOWN and version == 0:
         return 0

@@ -69,14 +69,19 @@ def merge(definitions: list[tuple[str, dict]]) -> dict:
             continue
         low, high = min(extra), max(extra)
         if list(range(low, high + 1)) != extra or not (high + 1 == covered.low or low - 1 == covered.high):
-            raise ImportConflict(f"{base_def.name}: versions {extra} from {older_label} do not extend {covered} contiguously")
+            raise ImportConflict(
+                f"{base_def.name}: versions {extra} from {older_label} do not extend {covered} contiguously"
+            )
         widened = VersionRange(min(low, covered.low), max(high, covered.high))
         probe = lower_message({**merged, "validVersions": str(widened)})
         for v in extra:
-            if resolve(probe, v) != resolve(older_def, v) or (v in probe.flexible_versions) != (v in older_def.flexible_versions):
+            if resolve(probe, v) != resolve(older_def, v) or (v in probe.flexible_versions) != (
+                v in older_def.flexible_versions
+            ):
                 raise ImportConflict(
                     f"{base_def.name} v{v}: {label} and {older_label} lay it out differently; "
-                    "keep that version from a single source by hand")
+                    "keep that version from a single source by hand"
+                )
         covered = widened
         sources.append((VersionRange(low, high), older_label))
         merged["validVersions"] = str(widened)

@@ -16,12 +16,27 @@ from typing import Any
 
 from .versions import NONE, VersionRange
 
-PRIMITIVES = frozenset({
-    "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
-    "string", "bytes", "uuid", "records",
-    # record-level types with zigzag varint encodings; only krammar definitions spell these
-    "varint", "varlong", "varint-string", "varint-bytes",
-})
+PRIMITIVES = frozenset(
+    {
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint16",
+        "uint32",
+        "float64",
+        "string",
+        "bytes",
+        "uuid",
+        "records",
+        # record-level types with zigzag varint encodings; only krammar definitions spell these
+        "varint",
+        "varlong",
+        "varint-string",
+        "varint-bytes",
+    }
+)
 ALWAYS_NULLABLE = frozenset({"varint-string", "varint-bytes"})  # a negative varint length is null
 INTEGERS = frozenset({"int8", "int16", "uint16", "int32", "int64", "uint32", "varint", "varlong"})
 
@@ -110,6 +125,7 @@ class MessageDef:
 
 
 # --- resolved at one version ------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Field:

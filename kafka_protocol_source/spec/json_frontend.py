@@ -54,9 +54,7 @@ def lower_field(raw: dict[str, Any]) -> FieldDef:
 
 
 def lower_message(raw: dict[str, Any]) -> MessageDef:
-    sources = tuple(
-        (VersionRange.parse(rng), src) for rng, src in raw.get("versionSources", {}).items()
-    )
+    sources = tuple((VersionRange.parse(rng), src) for rng, src in raw.get("versionSources", {}).items())
     return MessageDef(
         name=raw["name"],
         kind=raw["type"],

@@ -43,8 +43,10 @@ class SpecRegistry:
         messages = load_krammar(path)
         missing = [name for name in HEADERS if name not in messages]
         if missing:
-            raise ValueError(f"{path} does not define {' or '.join(missing)}, which every frame starts with: "
-                             "copy their definitions from the bundled specs/kafka.krammar")
+            raise ValueError(
+                f"{path} does not define {' or '.join(missing)}, which every frame starts with: "
+                "copy their definitions from the bundled specs/kafka.krammar"
+            )
         return cls(messages, str(path))
 
     @classmethod
@@ -52,8 +54,9 @@ class SpecRegistry:
         directory = Path(directory)
         files = sorted(directory.glob("*.json"))
         if not files:
-            raise FileNotFoundError(f"no message definitions (*.json) in {directory} (a krammar file is "
-                                    "given by its own path)")
+            raise FileNotFoundError(
+                f"no message definitions (*.json) in {directory} (a krammar file is given by its own path)"
+            )
         messages = {}
         for path in files:
             message = load_message(path)

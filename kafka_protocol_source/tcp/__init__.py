@@ -20,4 +20,12 @@ SYN, when seen) is only a hint. Imports only from `capture`.
 from .flows import DEFAULT_MAX_BUFFERED_BYTES, reassemble
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
 
-__all__ = ["reassemble", "ConnectionKey", "Direction", "StreamChunk", "StreamGap", "FlowEvent", "DEFAULT_MAX_BUFFERED_BYTES"]
+__all__ = [
+    "reassemble",
+    "ConnectionKey",
+    "Direction",
+    "StreamChunk",
+    "StreamGap",
+    "FlowEvent",
+    "DEFAULT_MAX_BUFFERED_BYTES",
+]

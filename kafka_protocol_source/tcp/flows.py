@@ -105,8 +105,16 @@ class _Table:
             # A SYN's data (TCP Fast Open) starts one after the ISN.
             seq = (seg.seq + 1) & 0xFFFFFFFF if flags & SYN else seg.seq
             if not stream.add(seq, seg.payload, seg.missing, seg.timestamp_ns, seg.packet_index):
-                self.out.append(FlowEvent(conn.key, "overflow", seg.timestamp_ns, stream.direction, conn.initiator,
-                                          f"more than {self.cap} bytes out of order"))
+                self.out.append(
+                    FlowEvent(
+                        conn.key,
+                        "overflow",
+                        seg.timestamp_ns,
+                        stream.direction,
+                        conn.initiator,
+                        f"more than {self.cap} bytes out of order",
+                    )
+                )
         if flags & RST:
             self.out.append(FlowEvent(conn.key, "reset", seg.timestamp_ns, stream.direction, conn.initiator))
             self.close(four, conn, seg.timestamp_ns, "reset")

@@ -85,8 +85,21 @@ def _before(a: int, b: int) -> bool:
 
 
 class _Side:
-    __slots__ = ("direction", "packets", "payload_bytes", "retransmissions", "out_of_order", "gaps",
-                 "bytes_missing", "nextseq", "nextseq_ns", "max_to_be_acked", "lastack", "lastack_ns", "dupacks")
+    __slots__ = (
+        "direction",
+        "packets",
+        "payload_bytes",
+        "retransmissions",
+        "out_of_order",
+        "gaps",
+        "bytes_missing",
+        "nextseq",
+        "nextseq_ns",
+        "max_to_be_acked",
+        "lastack",
+        "lastack_ns",
+        "dupacks",
+    )
 
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
@@ -102,15 +115,34 @@ class _Side:
         self.dupacks = 0
 
     def frozen(self) -> DirectionStats:
-        return DirectionStats(self.direction, self.packets, self.payload_bytes, self.retransmissions,
-                              self.out_of_order, self.gaps, self.bytes_missing)
+        return DirectionStats(
+            self.direction,
+            self.packets,
+            self.payload_bytes,
+            self.retransmissions,
+            self.out_of_order,
+            self.gaps,
+            self.bytes_missing,
+        )
 
 
 class _Tracker:
     """The running counts of one connection."""
 
-    __slots__ = ("key", "sides", "first_ns", "last_ns", "first_packet", "initiator", "syn_ns", "syn_ack_ns",
-                 "handshake_ack_ns", "ended", "ended_ns", "closed_by")
+    __slots__ = (
+        "key",
+        "sides",
+        "first_ns",
+        "last_ns",
+        "first_packet",
+        "initiator",
+        "syn_ns",
+        "syn_ack_ns",
+        "handshake_ack_ns",
+        "ended",
+        "ended_ns",
+        "closed_by",
+    )
 
     def __init__(self, key: ConnectionKey, initiator: Direction | None, ns: int) -> None:
         self.key = key
@@ -138,8 +170,7 @@ class _Tracker:
         fwd.payload_bytes += seglen
         self._handshake(seg, ns, flags)
         if flags & ACK:
-            if (seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq
-                    and seg.ack == fwd.lastack):
+            if seglen == 0 and not flags & (SYN | FIN | RST) and seg.seq == fwd.nextseq and seg.ack == fwd.lastack:
                 # (Wireshark also wants an unchanged window; segments do not carry it)
                 fwd.dupacks = 1 if fwd.dupacks == ACKED_UNSEEN else fwd.dupacks + 1
             elif seg.ack != fwd.lastack:
@@ -182,8 +213,9 @@ class _Tracker:
         syn_fin = 1 if flags & (SYN | FIN) else 0
         nextseq = fwd.nextseq
         if seglen or syn_fin:
-            keep_alive = (seglen <= 1 and not flags & (SYN | FIN | RST) and nextseq is not None
-                          and seq == (nextseq - 1) & _MASK)
+            keep_alive = (
+                seglen <= 1 and not flags & (SYN | FIN | RST) and nextseq is not None and seq == (nextseq - 1) & _MASK
+            )
             if not keep_alive:
                 self._retransmission_or_reordering(fwd, rev, seq, seglen, syn_fin, ns)
         end = (seq + seglen + syn_fin) & _MASK
@@ -192,8 +224,9 @@ class _Tracker:
         if fwd.max_to_be_acked is None or seq == fwd.max_to_be_acked:
             fwd.max_to_be_acked = fwd.nextseq
 
-    def _retransmission_or_reordering(self, fwd: _Side, rev: _Side, seq: int, seglen: int, syn_fin: int,
-                                      ns: int) -> None:
+    def _retransmission_or_reordering(
+        self, fwd: _Side, rev: _Side, seq: int, seglen: int, syn_fin: int, ns: int
+    ) -> None:
         nextseq = fwd.nextseq
         not_advanced = nextseq is not None and _before(seq, nextseq)
         if seglen > 1 and nextseq is not None and (nextseq - 1) & _MASK == seq:
@@ -202,8 +235,12 @@ class _Tracker:
         if seglen and rev.lastack is not None and not _before(rev.lastack, end):
             fwd.retransmissions += 1  # spurious: the peer had acknowledged all of it
             return
-        if (not_advanced and (rev.dupacks >= 2 or rev.dupacks == ACKED_UNSEEN) and rev.lastack == seq
-                and ns - rev.lastack_ns < FAST_RETRANSMISSION_NS):
+        if (
+            not_advanced
+            and (rev.dupacks >= 2 or rev.dupacks == ACKED_UNSEEN)
+            and rev.lastack == seq
+            and ns - rev.lastack_ns < FAST_RETRANSMISSION_NS
+        ):
             fwd.retransmissions += 1  # fast retransmission
             return
         rtt = self.handshake_rtt_ns
@@ -227,11 +264,20 @@ class _Tracker:
     def frozen(self) -> ConnectionStats:
         k = self.key
         return ConnectionStats(
-            key=k, first_ns=self.first_ns, last_ns=self.last_ns, first_packet=self.first_packet,
-            initiator=self.initiator, syn_ns=self.syn_ns, syn_ack_ns=self.syn_ack_ns,
-            handshake_ack_ns=self.handshake_ack_ns, ended=self.ended, ended_ns=self.ended_ns,
-            closed_by=self.closed_by, a_to_b=self.sides[(k.a_ip, k.a_port)].frozen(),
-            b_to_a=self.sides[(k.b_ip, k.b_port)].frozen())
+            key=k,
+            first_ns=self.first_ns,
+            last_ns=self.last_ns,
+            first_packet=self.first_packet,
+            initiator=self.initiator,
+            syn_ns=self.syn_ns,
+            syn_ack_ns=self.syn_ack_ns,
+            handshake_ack_ns=self.handshake_ack_ns,
+            ended=self.ended,
+            ended_ns=self.ended_ns,
+            closed_by=self.closed_by,
+            a_to_b=self.sides[(k.a_ip, k.a_port)].frozen(),
+            b_to_a=self.sides[(k.b_ip, k.b_port)].frozen(),
+        )
 
 
 def _four(key: ConnectionKey) -> tuple:
@@ -310,8 +356,9 @@ class _Table:
             self._finish(key)
 
 
-def connection_stats(segments: Iterable[TcpSegment | CaptureIssue], *,
-                     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES) -> Iterator[ConnectionStats]:
+def connection_stats(
+    segments: Iterable[TcpSegment | CaptureIssue], *, max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+) -> Iterator[ConnectionStats]:
     """One ``ConnectionStats`` per TCP connection in ``segments`` (capture order), as each is final.
 
     A connection is final some capture time after it closed (late segments still count) or when

@@ -136,7 +136,9 @@ class DirectionStream:
         while n < len(pieces) and pieces[n][0] <= acked:
             piece = pieces[n]
             if piece[0] > self.offset:
-                self.out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], "missing"))
+                self.out.append(
+                    StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], "missing")
+                )
             self._emit(piece)
             n += 1
         if n:
@@ -148,7 +150,9 @@ class DirectionStream:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
         for piece in self._pieces:
             if piece[0] > self.offset:
-                self.out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason))
+                self.out.append(
+                    StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason)
+                )
             self._emit(piece)
         self._pieces.clear()
         self._starts.clear()

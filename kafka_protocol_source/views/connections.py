@@ -30,20 +30,54 @@ from ..tcp.stats import ConnectionStats, connection_stats
 from .outcomes import error_codes, error_names
 
 CONNECTION_COLUMNS = (
-    "capture_file", "connection_id", "client_address", "broker_address", "kafka",
-    "first_packet_time", "last_packet_time", "duration_ms",
-    "client_packets", "broker_packets", "client_bytes", "broker_bytes",
-    "client_retransmissions", "broker_retransmissions", "client_out_of_order", "broker_out_of_order",
-    "client_gaps", "broker_gaps", "client_bytes_missing", "broker_bytes_missing",
-    "handshake_rtt_ms", "ended", "ended_by",
-    "client_ids", "api_names", "exchanges", "exchanges_not_ok", "error_responses", "error_codes", "error_names",
+    "capture_file",
+    "connection_id",
+    "client_address",
+    "broker_address",
+    "kafka",
+    "first_packet_time",
+    "last_packet_time",
+    "duration_ms",
+    "client_packets",
+    "broker_packets",
+    "client_bytes",
+    "broker_bytes",
+    "client_retransmissions",
+    "broker_retransmissions",
+    "client_out_of_order",
+    "broker_out_of_order",
+    "client_gaps",
+    "broker_gaps",
+    "client_bytes_missing",
+    "broker_bytes_missing",
+    "handshake_rtt_ms",
+    "ended",
+    "ended_by",
+    "client_ids",
+    "api_names",
+    "exchanges",
+    "exchanges_not_ok",
+    "error_responses",
+    "error_codes",
+    "error_names",
 )
-_PER_SIDE = (("packets", "packets"), ("bytes", "payload_bytes"), ("retransmissions", "retransmissions"),
-             ("out_of_order", "out_of_order"), ("gaps", "gaps"), ("bytes_missing", "bytes_missing"))
+_PER_SIDE = (
+    ("packets", "packets"),
+    ("bytes", "payload_bytes"),
+    ("retransmissions", "retransmissions"),
+    ("out_of_order", "out_of_order"),
+    ("gaps", "gaps"),
+    ("bytes_missing", "bytes_missing"),
+)
 
 
-def read_connections(path: str | os.PathLike | Sequence[str | os.PathLike], *, ports: Iterable[int] | None = DEFAULT_PORTS,
-                     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES, **read_options) -> Iterator[dict]:
+def read_connections(
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    ports: Iterable[int] | None = DEFAULT_PORTS,
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+    **read_options,
+) -> Iterator[dict]:
     """The connections view of a capture (or of the files of one rotated capture, in order).
 
     ``read_options`` go to ``read_capture`` (``detect_kafka``, ``specs``, ...)."""
@@ -52,8 +86,13 @@ def read_connections(path: str | os.PathLike | Sequence[str | os.PathLike], *, p
     return connection_rows(exchanges, paths, ports=ports, max_buffered_bytes=max_buffered_bytes)
 
 
-def connection_rows(exchanges: Iterable[Exchange], paths: Sequence[str], *, ports: Iterable[int] | None = DEFAULT_PORTS,
-                    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES) -> Iterator[dict]:
+def connection_rows(
+    exchanges: Iterable[Exchange],
+    paths: Sequence[str],
+    *,
+    ports: Iterable[int] | None = DEFAULT_PORTS,
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+) -> Iterator[dict]:
     """Rows (dicts keyed by ``CONNECTION_COLUMNS``) joining ``exchanges`` with the TCP facts of ``paths``."""
     paths = _paths(paths)
     builder = ConnectionsBuilder(ports)
@@ -190,24 +229,44 @@ class ConnectionsBuilder:
             row.update(first_packet_time=kafka.first, last_packet_time=kafka.last)
         if capture_file is None and kafka is not None:
             capture_file = kafka.capture_file
-        row.update(capture_file=capture_file, connection_id=connection_id,
-                   client_address=client, broker_address=broker, kafka=kafka is not None)
+        row.update(
+            capture_file=capture_file,
+            connection_id=connection_id,
+            client_address=client,
+            broker_address=broker,
+            kafka=kafka is not None,
+        )
         if kafka is not None:
             codes = sorted(kafka.codes)
-            row.update(client_ids=sorted(kafka.client_ids), api_names=sorted(kafka.api_names),
-                       exchanges=kafka.exchanges, exchanges_not_ok=kafka.not_ok,
-                       error_responses=kafka.error_responses, error_codes=codes, error_names=error_names(codes))
+            row.update(
+                client_ids=sorted(kafka.client_ids),
+                api_names=sorted(kafka.api_names),
+                exchanges=kafka.exchanges,
+                exchanges_not_ok=kafka.not_ok,
+                error_responses=kafka.error_responses,
+                error_codes=codes,
+                error_names=error_names(codes),
+            )
         else:
-            row.update(client_ids=[], api_names=[], exchanges=0, exchanges_not_ok=0, error_responses=0,
-                       error_codes=[], error_names=[])
+            row.update(
+                client_ids=[],
+                api_names=[],
+                exchanges=0,
+                exchanges_not_ok=0,
+                error_responses=0,
+                error_codes=[],
+                error_names=[],
+            )
         return row
 
     @staticmethod
     def _tcp_columns(row: dict, stats: ConnectionStats, client: str) -> None:
         k = stats.key
         client_is_a = address(k.a_ip, k.a_port) == client
-        sides = {"client": stats.a_to_b if client_is_a else stats.b_to_a,
-                 "broker": stats.b_to_a if client_is_a else stats.a_to_b}
+        sides = {
+            "client": stats.a_to_b if client_is_a else stats.b_to_a,
+            "broker": stats.b_to_a if client_is_a else stats.a_to_b,
+        }
         for side, s in sides.items():
             for column, attr in _PER_SIDE:
                 row[f"{side}_{column}"] = getattr(s, attr)
@@ -216,8 +275,11 @@ class ConnectionsBuilder:
         ended_by = None
         if closer is not None:
             ended_by = "client" if address(closer.src_ip, closer.src_port) == client else "broker"
-        row.update(first_packet_time=CaptureContext.time(stats.first_ns),
-                   last_packet_time=CaptureContext.time(stats.last_ns),
-                   duration_ms=(stats.last_ns - stats.first_ns) / 1e6,
-                   handshake_rtt_ms=rtt / 1e6 if rtt is not None else None,
-                   ended=stats.ended, ended_by=ended_by)
+        row.update(
+            first_packet_time=CaptureContext.time(stats.first_ns),
+            last_packet_time=CaptureContext.time(stats.last_ns),
+            duration_ms=(stats.last_ns - stats.first_ns) / 1e6,
+            handshake_rtt_ms=rtt / 1e6 if rtt is not None else None,
+            ended=stats.ended,
+            ended_by=ended_by,
+        )

@@ -68,7 +68,8 @@ class EpochTracker:
         member.subscribed_topics = self.subscriptions.get((group, member_id))
         if resp.get("assignment") is not None:
             self.assignments[(group, member_id)] = named_partitions(
-                resp["assignment"].get("topic_partitions"), "topic_id", self.names)
+                resp["assignment"].get("topic_partitions"), "topic_id", self.names
+            )
         member.assignment = self.assignments.get((group, member_id))
         generation.protocol_name = req.get("server_assignor") or generation.protocol_name
         if asked != epoch:

@@ -13,10 +13,29 @@ from ..spec.error_codes import error_name
 from .topic_names import TopicNames
 
 GROUP_COLUMNS = (
-    "capture_file", "group_id", "group_protocol", "generation_id", "protocol_type", "protocol_name", "leader",
-    "coordinator", "members", "member_count", "rebalance_start", "rebalance_end", "rebalance_ms", "joins",
-    "rebalance_steps", "rebalance_errors", "heartbeats", "heartbeat_errors", "commits", "committed",
-    "ended", "ended_time", "ended_member",
+    "capture_file",
+    "group_id",
+    "group_protocol",
+    "generation_id",
+    "protocol_type",
+    "protocol_name",
+    "leader",
+    "coordinator",
+    "members",
+    "member_count",
+    "rebalance_start",
+    "rebalance_end",
+    "rebalance_ms",
+    "joins",
+    "rebalance_steps",
+    "rebalance_errors",
+    "heartbeats",
+    "heartbeat_errors",
+    "commits",
+    "committed",
+    "ended",
+    "ended_time",
+    "ended_member",
 )
 _NEVER = datetime.min.replace(tzinfo=timezone.utc)
 
@@ -58,9 +77,15 @@ class Member:
             self.subscribed_topics = list(subscription["topics"])
 
     def row(self) -> dict:
-        return {"member_id": self.member_id, "group_instance_id": self.instance_id, "client_id": self.client_id,
-                "client_address": self.client_address, "subscribed_topics": self.subscribed_topics,
-                "assignment": self.assignment, "left_time": self.left}
+        return {
+            "member_id": self.member_id,
+            "group_instance_id": self.instance_id,
+            "client_id": self.client_id,
+            "client_address": self.client_address,
+            "subscribed_topics": self.subscribed_topics,
+            "assignment": self.assignment,
+            "left_time": self.left,
+        }
 
 
 class Generation:
@@ -97,8 +122,15 @@ class Generation:
     def step(self, ex, member_id: str | None, code: int | None) -> None:
         """One JoinGroup / SyncGroup (or KIP-848 heartbeat) of this generation's rebalance."""
         self.seen(ex.request_time)
-        self.steps.append({"time": ex.request_time, "api_name": ex.api_name, "member_id": member_id,
-                           "client_id": ex.client_id, "error": error_name(code) if code is not None else None})
+        self.steps.append(
+            {
+                "time": ex.request_time,
+                "api_name": ex.api_name,
+                "member_id": member_id,
+                "client_id": ex.client_id,
+                "error": error_name(code) if code is not None else None,
+            }
+        )
 
     def synced(self, t: datetime | None) -> None:
         if t is not None and (self.rebalance_end is None or t > self.rebalance_end):
@@ -137,15 +169,32 @@ class Generation:
             if s["error"] not in (None, "NONE") and s["error"] not in errors:
                 errors.append(s["error"])
         return {
-            "capture_file": self.capture_file, "group_id": self.group_id, "group_protocol": self.group_protocol,
-            "generation_id": self.generation_id, "protocol_type": self.protocol_type,
-            "protocol_name": self.protocol_name, "leader": self.leader, "coordinator": self.coordinator,
-            "members": members, "member_count": len(members), "rebalance_start": start, "rebalance_end": end,
+            "capture_file": self.capture_file,
+            "group_id": self.group_id,
+            "group_protocol": self.group_protocol,
+            "generation_id": self.generation_id,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader,
+            "coordinator": self.coordinator,
+            "members": members,
+            "member_count": len(members),
+            "rebalance_start": start,
+            "rebalance_end": end,
             "rebalance_ms": (end - start).total_seconds() * 1000 if start and end else None,
             "joins": sum(1 for s in self.steps if s["api_name"] in ("JoinGroup", "ConsumerGroupHeartbeat")),
-            "rebalance_steps": list(self.steps), "rebalance_errors": errors, "heartbeats": self.heartbeats,
-            "heartbeat_errors": sorted(set(self.heartbeat_errors)), "commits": self.commits,
-            "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(
-                self.committed.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] if kv[0][1] is not None else -1))],
-            "ended": self.ended or "end_of_capture", "ended_time": self.ended_time, "ended_member": self.ended_member,
+            "rebalance_steps": list(self.steps),
+            "rebalance_errors": errors,
+            "heartbeats": self.heartbeats,
+            "heartbeat_errors": sorted(set(self.heartbeat_errors)),
+            "commits": self.commits,
+            "committed": [
+                {"topic": t, "partition": p, "offset": o}
+                for (t, p), o in sorted(
+                    self.committed.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] if kv[0][1] is not None else -1)
+                )
+            ],
+            "ended": self.ended or "end_of_capture",
+            "ended_time": self.ended_time,
+            "ended_member": self.ended_member,
         }

@@ -65,8 +65,14 @@ class GroupsBuilder:
         generations = []
         for exchanges in by_coordinator.values():
             generations += self._generations(exchanges)
-        generations.sort(key=lambda g: (g.group_id, g.sort_time(), g.generation_id if g.generation_id is not None else -1,
-                                        g.coordinator or ""))
+        generations.sort(
+            key=lambda g: (
+                g.group_id,
+                g.sort_time(),
+                g.generation_id if g.generation_id is not None else -1,
+                g.coordinator or "",
+            )
+        )
         return (g.row() for g in generations)
 
     def _generations(self, exchanges: list) -> list[Generation]:
@@ -95,8 +101,13 @@ class _Classic:
         group = req.get("group_id")
         if not group:
             return
-        handler = {JOIN_GROUP: self._join, SYNC_GROUP: self._sync, HEARTBEAT: self._heartbeat,
-                   LEAVE_GROUP: self._leave, OFFSET_COMMIT: self._commit}.get(ex.api_key)
+        handler = {
+            JOIN_GROUP: self._join,
+            SYNC_GROUP: self._sync,
+            HEARTBEAT: self._heartbeat,
+            LEAVE_GROUP: self._leave,
+            OFFSET_COMMIT: self._commit,
+        }.get(ex.api_key)
         if handler is not None:
             handler(ex, group, req, resp)
 
@@ -161,7 +172,9 @@ class _Classic:
         member_id = req.get("member_id")
         code = resp.get("error_code") if ex.response is not None else None
         generation.step(ex, member_id, code)
-        consumer = (req.get("protocol_type") or generation.protocol_type or self.protocol_types.get(group)) == "consumer"
+        consumer = (
+            req.get("protocol_type") or generation.protocol_type or self.protocol_types.get(group)
+        ) == "consumer"
         for a in req.get("assignments") or ():  # only the leader's request carries them
             self._assign(generation.member(a.get("member_id")), a, consumer)
         member = generation.member(member_id)

@@ -21,10 +21,29 @@ from .topic_names import TopicNames
 
 FETCH = 1
 LAG_COLUMNS = (
-    "capture_file", "connection_id", "client_id", "client_address", "broker_address", "request_time",
-    "response_time", "api_version", "replica_id", "isolation_level", "session_id", "incremental",
-    "topic", "topic_id", "partition", "fetch_offset", "high_watermark", "last_stable_offset",
-    "log_start_offset", "lag", "records", "error_code", "error_name",
+    "capture_file",
+    "connection_id",
+    "client_id",
+    "client_address",
+    "broker_address",
+    "request_time",
+    "response_time",
+    "api_version",
+    "replica_id",
+    "isolation_level",
+    "session_id",
+    "incremental",
+    "topic",
+    "topic_id",
+    "partition",
+    "fetch_offset",
+    "high_watermark",
+    "last_stable_offset",
+    "log_start_offset",
+    "lag",
+    "records",
+    "error_code",
+    "error_name",
 )
 
 
@@ -39,7 +58,9 @@ def lag_rows(exchanges: Iterable) -> Iterator[dict]:
 class LagBuilder:
     def __init__(self):
         self.names = TopicNames()
-        self.sessions: dict[tuple[str, int | None], dict] = {}  # (connection, session id) -> {(topic, partition): offset}
+        self.sessions: dict[
+            tuple[str, int | None], dict
+        ] = {}  # (connection, session id) -> {(topic, partition): offset}
         self.unnamed: list[dict] = []
 
     def add(self, ex) -> Iterator[dict]:
@@ -53,11 +74,18 @@ class LagBuilder:
         if replica_id is None:
             replica_id = (req.get("replica_state") or {}).get("replica_id", -1)
         base = {
-            "capture_file": ex.capture_file, "connection_id": ex.connection_id, "client_id": ex.client_id,
-            "client_address": ex.client_address, "broker_address": ex.broker_address,
-            "request_time": ex.request_time, "response_time": ex.response_time, "api_version": ex.api_version,
-            "replica_id": replica_id, "isolation_level": req.get("isolation_level"),
-            "session_id": resp.get("session_id"), "incremental": _incremental(req),
+            "capture_file": ex.capture_file,
+            "connection_id": ex.connection_id,
+            "client_id": ex.client_id,
+            "client_address": ex.client_address,
+            "broker_address": ex.broker_address,
+            "request_time": ex.request_time,
+            "response_time": ex.response_time,
+            "api_version": ex.api_version,
+            "replica_id": replica_id,
+            "isolation_level": req.get("isolation_level"),
+            "session_id": resp.get("session_id"),
+            "incremental": _incremental(req),
         }
         for topic in resp.get("responses") or ():
             key = _topic_key(topic)
@@ -69,13 +97,21 @@ class LagBuilder:
         hwm = p.get("high_watermark")
         code = p.get("error_code")
         name, topic_id = key
-        row.update(topic=name, topic_id=topic_id,
-                   partition=p.get("partition_index"), fetch_offset=fetch_offset, high_watermark=hwm,
-                   last_stable_offset=p.get("last_stable_offset"), log_start_offset=p.get("log_start_offset"),
-                   lag=hwm - fetch_offset if hwm is not None and fetch_offset is not None and hwm >= 0
-                   and fetch_offset >= 0 else None,
-                   records=sum(len(b.get("records") or ()) for b in p.get("records") or ()),
-                   error_code=code, error_name=error_name(code) if code is not None else None)
+        row.update(
+            topic=name,
+            topic_id=topic_id,
+            partition=p.get("partition_index"),
+            fetch_offset=fetch_offset,
+            high_watermark=hwm,
+            last_stable_offset=p.get("last_stable_offset"),
+            log_start_offset=p.get("log_start_offset"),
+            lag=hwm - fetch_offset
+            if hwm is not None and fetch_offset is not None and hwm >= 0 and fetch_offset >= 0
+            else None,
+            records=sum(len(b.get("records") or ()) for b in p.get("records") or ()),
+            error_code=code,
+            error_name=error_name(code) if code is not None else None,
+        )
         if name is None:
             row["topic"] = self.names.name(topic_id)
             if row["topic"] is None:

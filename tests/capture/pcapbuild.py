@@ -15,18 +15,48 @@ import zlib
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
-def tcp(sport: int, dport: int, seq: int, ack: int = 0, flags: int = ACK, payload: bytes = b"", options: bytes = b"") -> bytes:
+def tcp(
+    sport: int, dport: int, seq: int, ack: int = 0, flags: int = ACK, payload: bytes = b"", options: bytes = b""
+) -> bytes:
     assert len(options) % 4 == 0
     doff = (20 + len(options)) // 4
-    return struct.pack("!HHIIHHHH", sport, dport, seq % 2**32, ack % 2**32, doff << 12 | flags, 65535, 0, 0) + options + payload
+    return (
+        struct.pack("!HHIIHHHH", sport, dport, seq % 2**32, ack % 2**32, doff << 12 | flags, 65535, 0, 0)
+        + options
+        + payload
+    )
 
 
-def ipv4(src: str, dst: str, payload: bytes, proto: int = 6, ident: int = 0, frag: int = 0, options: bytes = b"", total: int | None = None) -> bytes:
+def ipv4(
+    src: str,
+    dst: str,
+    payload: bytes,
+    proto: int = 6,
+    ident: int = 0,
+    frag: int = 0,
+    options: bytes = b"",
+    total: int | None = None,
+) -> bytes:
     assert len(options) % 4 == 0
     ihl = 5 + len(options) // 4
     length = ihl * 4 + len(payload) if total is None else total
-    return struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, length, ident, frag, 64, proto, 0,
-                       ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed) + options + payload
+    return (
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            0x40 | ihl,
+            0,
+            length,
+            ident,
+            frag,
+            64,
+            proto,
+            0,
+            ipaddress.IPv4Address(src).packed,
+            ipaddress.IPv4Address(dst).packed,
+        )
+        + options
+        + payload
+    )
 
 
 def ipv4_fragments(src: str, dst: str, payload: bytes, ident: int, size: int, proto: int = 6) -> list[bytes]:
@@ -54,8 +84,19 @@ def ipv6(src: str, dst: str, payload: bytes, nh: int = 6, ext: list[tuple[int, b
             body = body + b"\0" * (-(len(body) + 2) % 8)
             chain += bytes([nxt, (len(body) + 2) // 8 - 1]) + body
     first = types[0]
-    return struct.pack("!IHBB16s16s", 6 << 28, len(chain) + len(payload), first, 64,
-                       ipaddress.IPv6Address(src).packed, ipaddress.IPv6Address(dst).packed) + chain + payload
+    return (
+        struct.pack(
+            "!IHBB16s16s",
+            6 << 28,
+            len(chain) + len(payload),
+            first,
+            64,
+            ipaddress.IPv6Address(src).packed,
+            ipaddress.IPv6Address(dst).packed,
+        )
+        + chain
+        + payload
+    )
 
 
 def ipv6_fragments(src: str, dst: str, payload: bytes, ident: int, size: int, nh: int = 6) -> list[bytes]:
@@ -131,9 +172,15 @@ def pcapng(interfaces, packets, big_endian: bool = False, unknown_block: bool = 
         kind, iface, ticks, frame = p[:4]
         orig = p[4] if len(p) > 4 else len(frame)
         if kind == "epb":
-            out.append(_block(e, 6, struct.pack(e + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), orig) + frame))
+            out.append(
+                _block(e, 6, struct.pack(e + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), orig) + frame)
+            )
         elif kind == "pb":
-            out.append(_block(e, 2, struct.pack(e + "HHIIII", iface, 0, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), orig) + frame))
+            out.append(
+                _block(
+                    e, 2, struct.pack(e + "HHIIII", iface, 0, ticks >> 32, ticks & 0xFFFFFFFF, len(frame), orig) + frame
+                )
+            )
         else:
             out.append(_block(e, 3, struct.pack(e + "I", orig) + frame))
     return b"".join(out)

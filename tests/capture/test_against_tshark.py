@@ -13,12 +13,28 @@ from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_captures"
-SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*") if p.is_file() and p.suffix in {".pcap", ".pcapng", ".gz", ".cap"}) if SAMPLES.is_dir() else []
+SAMPLE_FILES = (
+    sorted(p for p in SAMPLES.glob("*") if p.is_file() and p.suffix in {".pcap", ".pcapng", ".gz", ".cap"})
+    if SAMPLES.is_dir()
+    else []
+)
 
 
 def tshark_fields(path: Path) -> list[tuple]:
     fields = ["ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport", "tcp.seq_raw", "tcp.len"]
-    cmd = [TSHARK, "-r", str(path), "-Y", "tcp", "-T", "fields", "-E", "occurrence=l", "-o", "tcp.desegment_tcp_streams:FALSE"]
+    cmd = [
+        TSHARK,
+        "-r",
+        str(path),
+        "-Y",
+        "tcp",
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=l",
+        "-o",
+        "tcp.desegment_tcp_streams:FALSE",
+    ]
     for f in fields:
         cmd += ["-e", f]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -30,8 +46,11 @@ def tshark_fields(path: Path) -> list[tuple]:
 
 
 def ours(path: Path) -> list[tuple]:
-    return [(s.src_ip, s.src_port, s.dst_ip, s.dst_port, s.seq, len(s.payload) + s.missing)
-            for s in read_packets(path) if isinstance(s, TcpSegment)]
+    return [
+        (s.src_ip, s.src_port, s.dst_ip, s.dst_port, s.seq, len(s.payload) + s.missing)
+        for s in read_packets(path)
+        if isinstance(s, TcpSegment)
+    ]
 
 
 @needs_tshark
@@ -56,8 +75,15 @@ def test_crafted_capture_matches_tshark(tmp_path):
 
 @needs_tshark
 def test_crafted_sll2_pcapng_matches_tshark(tmp_path):
-    packets = [("epb", i % 2, 10**6 * i, (b.sll2 if i % 2 else b.ether)(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(1, 2, i * 10, payload=b"k" * i))))
-               for i in range(20)]
+    packets = [
+        (
+            "epb",
+            i % 2,
+            10**6 * i,
+            (b.sll2 if i % 2 else b.ether)(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(1, 2, i * 10, payload=b"k" * i))),
+        )
+        for i in range(20)
+    ]
     path = tmp_path / "two.pcapng"
     path.write_bytes(b.pcapng([(1, None, None, 0), (276, 9, None, 0)], packets))
     assert ours(path) == tshark_fields(path)

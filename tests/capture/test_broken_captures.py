@@ -170,15 +170,19 @@ def _blocks_then_a_good_packet(*blocks: bytes) -> bytes:
     return head + b"".join(blocks) + tail
 
 
-@pytest.mark.parametrize("block", [
-    struct.pack("<III", 1, 12, 12),  # interface description without its link type and snaplen
-    struct.pack("<IIII", 1, 16, 0x00010001, 16),
-    struct.pack("<IIHHIHHI", 1, 24, 1, 0, 0, 14, 8, 24),  # if_tsoffset option longer than the block
-    struct.pack("<III", 6, 12, 12),  # enhanced packet block without its fixed fields
-    struct.pack("<IIIIII", 6, 24, 0, 0, 0, 24),
-    struct.pack("<III", 2, 12, 12),  # obsolete packet block, likewise
-    struct.pack("<III", 3, 12, 12),  # simple packet block without its original length
-], ids=["idb12", "idb16", "idb_option", "epb12", "epb24", "pb12", "spb12"])
+@pytest.mark.parametrize(
+    "block",
+    [
+        struct.pack("<III", 1, 12, 12),  # interface description without its link type and snaplen
+        struct.pack("<IIII", 1, 16, 0x00010001, 16),
+        struct.pack("<IIHHIHHI", 1, 24, 1, 0, 0, 14, 8, 24),  # if_tsoffset option longer than the block
+        struct.pack("<III", 6, 12, 12),  # enhanced packet block without its fixed fields
+        struct.pack("<IIIIII", 6, 24, 0, 0, 0, 24),
+        struct.pack("<III", 2, 12, 12),  # obsolete packet block, likewise
+        struct.pack("<III", 3, 12, 12),  # simple packet block without its original length
+    ],
+    ids=["idb12", "idb16", "idb_option", "epb12", "epb24", "pb12", "spb12"],
+)
 def test_pcapng_block_shorter_than_its_fixed_fields_is_an_issue_and_reading_goes_on(block):
     items = read(_blocks_then_a_good_packet(block))
     assert [i.kind for i in items if isinstance(i, CaptureIssue)] == ["corrupt_file"]

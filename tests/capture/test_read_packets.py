@@ -15,7 +15,11 @@ A, B = "10.0.0.1", "10.0.0.2"
 def seg_frame(payload=b"hello", seq=1000, sport=40000, dport=9092, link=b.ether, v6=False, **ip):
     t = b.tcp(sport, dport, seq, flags=b.ACK | b.PSH, payload=payload)
     if v6:
-        return link(b.ipv6("fe80::1", "fe80::2", t, **ip), 0x86DD) if link is not None else b.ipv6("fe80::1", "fe80::2", t, **ip)
+        return (
+            link(b.ipv6("fe80::1", "fe80::2", t, **ip), 0x86DD)
+            if link is not None
+            else b.ipv6("fe80::1", "fe80::2", t, **ip)
+        )
     pkt = b.ipv4(A, B, t, **ip)
     return link(pkt) if link is not None else pkt
 
@@ -35,7 +39,9 @@ def issues(items):
 def test_microsecond_little_endian_pcap():
     items = read(b.pcap([(T0, seg_frame(b"abc")), (T0 + 1000, seg_frame(b"de", seq=1003))]))
     assert [(s.payload, s.seq, s.timestamp_ns, s.packet_index) for s in items] == [
-        (b"abc", 1000, T0 - 789, 0), (b"de", 1003, T0 + 1000 - 789, 1)]
+        (b"abc", 1000, T0 - 789, 0),
+        (b"de", 1003, T0 + 1000 - 789, 1),
+    ]
     s = items[0]
     assert (s.src_ip, s.src_port, s.dst_ip, s.dst_port, s.missing, s.file_offset) == (A, 40000, B, 9092, 0, 24)
 
@@ -64,12 +70,16 @@ def test_vlan_and_qinq(vlans):
     assert s.payload == b"vlan"
 
 
-@pytest.mark.parametrize("linktype,link", [
-    (113, b.sll), (276, b.sll2),
-    (0, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 30, "<")),
-    (0, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 24, ">")),
-    (108, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 28, ">")),
-])
+@pytest.mark.parametrize(
+    "linktype,link",
+    [
+        (113, b.sll),
+        (276, b.sll2),
+        (0, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 30, "<")),
+        (0, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 24, ">")),
+        (108, lambda p, et=0x0800: b.null(p, 2 if et == 0x0800 else 28, ">")),
+    ],
+)
 @pytest.mark.parametrize("v6", [False, True])
 def test_cooked_and_loopback_links(linktype, link, v6):
     (s,) = read(b.pcap([(T0, seg_frame(b"x", link=link, v6=v6))], linktype=linktype))
@@ -135,8 +145,14 @@ def test_incomplete_fragments_reported_at_end():
 def test_fragment_timeout():
     f1 = b.ipv4_fragments(A, B, b.tcp(5, 6, 77, payload=b"z" * 100), ident=5, size=64)
     f2 = b.ipv4_fragments(A, B, b.tcp(5, 6, 77, payload=b"y" * 100), ident=6, size=64)
-    items = list(read_packets(io.BytesIO(b.pcap([(T0, b.ether(f1[0])), (T0 + 5 * 10**9, b.ether(f2[0])), (T0 + 5 * 10**9, b.ether(f2[1]))])),
-                              fragment_timeout_s=1))
+    items = list(
+        read_packets(
+            io.BytesIO(
+                b.pcap([(T0, b.ether(f1[0])), (T0 + 5 * 10**9, b.ether(f2[0])), (T0 + 5 * 10**9, b.ether(f2[1]))])
+            ),
+            fragment_timeout_s=1,
+        )
+    )
     assert [type(x).__name__ for x in items] == ["CaptureIssue", "TcpSegment"]
     assert items[0].kind == "fragment_incomplete" and items[0].packet_index == 0
 
@@ -181,7 +197,11 @@ def test_pcapng_two_interfaces_two_link_types_and_resolutions():
     for big in (False, True):
         items = read(b.pcapng(interfaces, packets, big_endian=big))
         assert [(s.payload, s.timestamp_ns, s.packet_index) for s in items] == [
-            (b"eth", T0 - 789, 0), (b"sll", T0, 1), (b"raw", 100 * 10**9 + 3 * 10**9, 2), (b"old", T0 + 5, 3)]
+            (b"eth", T0 - 789, 0),
+            (b"sll", T0, 1),
+            (b"raw", 100 * 10**9 + 3 * 10**9, 2),
+            (b"old", T0 + 5, 3),
+        ]
 
 
 def test_pcapng_simple_packet_block_and_snaplen():
@@ -206,7 +226,11 @@ def test_pcapng_truncated_file():
 
 @pytest.mark.parametrize("container", ["pcap", "pcapng"])
 def test_gzip_detected_by_magic(tmp_path, container):
-    raw = b.pcap([(T0, seg_frame())]) if container == "pcap" else b.pcapng([(1, None, None, 0)], [("epb", 0, 1, seg_frame())])
+    raw = (
+        b.pcap([(T0, seg_frame())])
+        if container == "pcap"
+        else b.pcapng([(1, None, None, 0)], [("epb", 0, 1, seg_frame())])
+    )
     path = tmp_path / "capture.bin"  # deliberately no telling extension
     path.write_bytes(b.gz(raw))
     assert detect_format(path).container == container and detect_format(path).gzipped
@@ -237,6 +261,7 @@ def test_read_in_many_chunks(monkeypatch):
     # Records straddling chunk boundaries must come out whole.
     import kafka_protocol_source.capture.pcap as pcap_mod
     import kafka_protocol_source.capture.pcapng as pcapng_mod
+
     monkeypatch.setattr(pcap_mod, "READ_SIZE", 7)
     monkeypatch.setattr(pcapng_mod, "READ_SIZE", 7)
     frames = [(T0 + i, seg_frame(bytes([i]) * i, seq=i)) for i in range(30)]

@@ -26,8 +26,14 @@ def test_absurd_tsoffset_makes_times_unknown_with_one_issue_per_interface():
     packets = [("epb", i % 2, T0 + i, frame(i)) for i in range(6)]
     items = read(b.pcapng(interfaces, packets))
     assert [(type(x).__name__, x.packet_index) for x in items] == [
-        ("CaptureIssue", 0), ("TcpSegment", 0), ("TcpSegment", 1), ("TcpSegment", 2), ("TcpSegment", 3),
-        ("TcpSegment", 4), ("TcpSegment", 5)]
+        ("CaptureIssue", 0),
+        ("TcpSegment", 0),
+        ("TcpSegment", 1),
+        ("TcpSegment", 2),
+        ("TcpSegment", 3),
+        ("TcpSegment", 4),
+        ("TcpSegment", 5),
+    ]
     assert items[0].kind == "bad_timestamp" and "interface 0" in items[0].detail
     assert [s.timestamp_ns for s in items[1:]] == [0, T0 + 1, 0, T0 + 3, 0, T0 + 5]
 
@@ -48,7 +54,11 @@ def test_tsresol_that_puts_times_past_2200_makes_them_unknown_in_every_packet_bl
 def test_the_last_block_cut_short_gets_an_unknown_time_too():
     data = b.pcapng([(1, 9, 2**62, 0)], [("epb", 0, T0, frame(0))])
     items = read(data[:-6])
-    assert [x.kind if isinstance(x, CaptureIssue) else x.timestamp_ns for x in items] == ["bad_timestamp", 0, "truncated_file"]
+    assert [x.kind if isinstance(x, CaptureIssue) else x.timestamp_ns for x in items] == [
+        "bad_timestamp",
+        0,
+        "truncated_file",
+    ]
 
 
 def scaled_ns(tsresol: int, tsoffset: int, ticks: int) -> int:
@@ -58,8 +68,11 @@ def scaled_ns(tsresol: int, tsoffset: int, ticks: int) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(tsresol=st.integers(0, 255), tsoffset=st.integers(-(2**63), 2**63 - 1) | st.integers(-10, 10**10),
-       ticks=st.integers(0, 2**64 - 1) | st.integers(0, 10**19))
+@given(
+    tsresol=st.integers(0, 255),
+    tsoffset=st.integers(-(2**63), 2**63 - 1) | st.integers(-10, 10**10),
+    ticks=st.integers(0, 2**64 - 1) | st.integers(0, 10**19),
+)
 def test_any_interface_scaling_gives_its_time_when_in_range_else_an_unknown_one(tsresol, tsoffset, ticks):
     items = read(b.pcapng([(1, tsresol, tsoffset, 0)], [("epb", 0, ticks, frame(0))]))
     (segment,) = [x for x in items if isinstance(x, TcpSegment)]

@@ -48,8 +48,10 @@ def test_bad_flags_exit_2_with_the_closest_flag(capsys):
         parse_command(["sql", "a.pcap", "SELECT 1", "--fromat", "csv"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert err.strip() == "kafka-wire: unrecognized arguments: --fromat csv (did you mean --format?) " \
-                          "(see kafka-wire --help)"
+    assert (
+        err.strip() == "kafka-wire: unrecognized arguments: --fromat csv (did you mean --format?) "
+        "(see kafka-wire --help)"
+    )
 
 
 def test_version(capsys):

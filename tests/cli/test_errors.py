@@ -27,14 +27,15 @@ class FakeSparkError(Exception):
 
 
 def test_a_bad_option_is_its_own_message():
-    assert describe(FakeSparkError("PYTHON_DATA_SOURCE_ERROR", OPTION_ERROR)) == \
-        Failure(USAGE, "unknown option 'mdoe': did you mean 'mode'?")
+    assert describe(FakeSparkError("PYTHON_DATA_SOURCE_ERROR", OPTION_ERROR)) == Failure(
+        USAGE, "unknown option 'mdoe': did you mean 'mode'?"
+    )
 
 
 def test_failfast_is_the_reader_message():
-    assert describe(FakeSparkError("PYTHON_EXCEPTION", FAILFAST)) == \
-        Failure(FAILED, "[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): a.pcap: packet 3: malformed: "
-                        "5 bytes left")
+    assert describe(FakeSparkError("PYTHON_EXCEPTION", FAILFAST)) == Failure(
+        FAILED, "[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): a.pcap: packet 3: malformed: 5 bytes left"
+    )
 
 
 def test_usage_errors_and_unknown_failures():

@@ -11,8 +11,18 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import VariantVal
 
-from kafka_protocol_source.cli.output import (PARQUET, Destination, csv_text, destination_for, json_value,
-                                              render_table, table_text, write_csv, write_json_lines, write_table)
+from kafka_protocol_source.cli.output import (
+    PARQUET,
+    Destination,
+    csv_text,
+    destination_for,
+    json_value,
+    render_table,
+    table_text,
+    write_csv,
+    write_json_lines,
+    write_table,
+)
 from kafka_protocol_source.spark.variant import to_variant
 
 
@@ -32,8 +42,15 @@ def variant(value) -> VariantVal:
 WHEN = datetime.datetime(2026, 11, 22, 0, 34, 43, 712504)  # naive, as PySpark gives it (the command runs in UTC)
 COLUMNS = ["api_name", "error_codes", "error_names", "request_time", "key", "response", "headers"]
 ROWS = [
-    ("Produce", [59], ["UNKNOWN_PRODUCER_ID"], WHEN, b"k\x00\xff", variant({"a": [1, "x"], "b": b"\x01"}),
-     [Row(key="h", value=b"v")]),
+    (
+        "Produce",
+        [59],
+        ["UNKNOWN_PRODUCER_ID"],
+        WHEN,
+        b"k\x00\xff",
+        variant({"a": [1, "x"], "b": b"\x01"}),
+        [Row(key="h", value=b"v")],
+    ),
     ("Metadata", [], [], None, None, None, []),
 ]
 
@@ -56,8 +73,15 @@ def test_json_lines_keep_types():
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
     assert first["error_codes"] == [59] and first["error_names"] == ["UNKNOWN_PRODUCER_ID"]
     assert first["response"] == {"a": [1, "x"], "b": "AQ=="}
-    assert second == {"api_name": "Metadata", "error_codes": [], "error_names": [], "request_time": None,
-                      "key": None, "response": None, "headers": []}
+    assert second == {
+        "api_name": "Metadata",
+        "error_codes": [],
+        "error_names": [],
+        "request_time": None,
+        "key": None,
+        "response": None,
+        "headers": [],
+    }
 
 
 def test_table_says_how_many_rows_it_left_out():
@@ -86,16 +110,19 @@ def test_render_table_aligns_numbers_right():
     assert text.splitlines() == ["api           n", "-----------  --", "Produce       5", "ApiVersions  15"]
 
 
-@pytest.mark.parametrize(("output", "fmt", "expected"), [
-    (None, None, Destination("table")),
-    (None, "csv", Destination("csv")),
-    ("-", "json", Destination("json")),
-    ("out.csv", None, Destination("csv", "out.csv")),
-    ("out.jsonl", None, Destination("json", "out.jsonl")),
-    ("out.parquet", None, Destination(PARQUET, "out.parquet")),
-    ("results/", None, Destination(PARQUET, "results/")),
-    ("out.txt", "csv", Destination("csv", "out.txt")),
-])
+@pytest.mark.parametrize(
+    ("output", "fmt", "expected"),
+    [
+        (None, None, Destination("table")),
+        (None, "csv", Destination("csv")),
+        ("-", "json", Destination("json")),
+        ("out.csv", None, Destination("csv", "out.csv")),
+        ("out.jsonl", None, Destination("json", "out.jsonl")),
+        ("out.parquet", None, Destination(PARQUET, "out.parquet")),
+        ("results/", None, Destination(PARQUET, "results/")),
+        ("out.txt", "csv", Destination("csv", "out.txt")),
+    ],
+)
 def test_destination_follows_the_path(output, fmt, expected):
     assert destination_for(output, fmt) == expected
 

@@ -20,8 +20,9 @@ def test_before_the_first_task_ends_no_rate_is_guessed():
 
 
 def test_other_stages_show_tasks_only():
-    assert progress_line(StageProgress(5, tasks=2, completed=1, rows=None), SIZE, 61) == \
-        "stage 5: 1/2 tasks, 1:01 elapsed"
+    assert (
+        progress_line(StageProgress(5, tasks=2, completed=1, rows=None), SIZE, 61) == "stage 5: 1/2 tasks, 1:01 elapsed"
+    )
 
 
 class Clock:

@@ -23,27 +23,52 @@ def sized(data: bytes | None) -> bytes:
 
 def field(name: str, type_: str, *, nullable: bool = False, fields=(), length_from=None) -> FieldDef:
     nullable = nullable or type_ in ALWAYS_NULLABLE  # as the krammar front-end writes them
-    return FieldDef(name, TypeRef.parse(type_), ALL, nullable_versions=ALL if nullable else NONE,
-                    fields=tuple(fields), length_from=length_from)
+    return FieldDef(
+        name,
+        TypeRef.parse(type_),
+        ALL,
+        nullable_versions=ALL if nullable else NONE,
+        fields=tuple(fields),
+        length_from=length_from,
+    )
 
 
 def message(name: str, *fields: FieldDef, flexible: bool = False) -> MessageDef:
-    return MessageDef(name=name, kind="data", api_key=None, valid_versions=VersionRange.parse("0"),
-                      flexible_versions=ALL if flexible else NONE, fields=fields)
+    return MessageDef(
+        name=name,
+        kind="data",
+        api_key=None,
+        valid_versions=VersionRange.parse("0"),
+        flexible_versions=ALL if flexible else NONE,
+        fields=fields,
+    )
 
 
 RECORD_BATCH = message(
     "RecordBatch",
-    field("FirstOffset", "int64"), field("Length", "int32"), field("PartitionLeaderEpoch", "int32"),
-    field("Magic", "int8"), field("CRC", "int32"), field("Attributes", "int16"),
-    field("LastOffsetDelta", "int32"), field("FirstTimestamp", "int64"), field("MaxTimestamp", "int64"),
-    field("ProducerID", "int64"), field("ProducerEpoch", "int16"), field("FirstSequence", "int32"),
-    field("NumRecords", "int32"), field("Records", "bytes", length_from=("Length", 49)),
+    field("FirstOffset", "int64"),
+    field("Length", "int32"),
+    field("PartitionLeaderEpoch", "int32"),
+    field("Magic", "int8"),
+    field("CRC", "int32"),
+    field("Attributes", "int16"),
+    field("LastOffsetDelta", "int32"),
+    field("FirstTimestamp", "int64"),
+    field("MaxTimestamp", "int64"),
+    field("ProducerID", "int64"),
+    field("ProducerEpoch", "int16"),
+    field("FirstSequence", "int32"),
+    field("NumRecords", "int32"),
+    field("Records", "bytes", length_from=("Length", 49)),
 )
 RECORD = message(
     "Record",
-    field("Length", "varint"), field("Attributes", "int8"), field("TimestampDelta", "varlong"),
-    field("OffsetDelta", "varint"), field("Key", "varint-bytes"), field("Value", "varint-bytes"),
+    field("Length", "varint"),
+    field("Attributes", "int8"),
+    field("TimestampDelta", "varlong"),
+    field("OffsetDelta", "varint"),
+    field("Key", "varint-bytes"),
+    field("Value", "varint-bytes"),
     field("Headers", "varint[]Header", fields=[field("Key", "varint-string"), field("Value", "varint-bytes")]),
 )
 

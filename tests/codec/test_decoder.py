@@ -19,7 +19,10 @@ def test_request_header_v2_keeps_a_non_compact_client_id():
     frame = header_v1(18, 3, 42, "my-client") + b"\x00" + b"\x06kafka" + b"\x041.0" + b"\x00"
     decoded = decode_request(frame)
     assert decoded == {
-        "api_key": 18, "api_name": "ApiVersions", "api_version": 3, "correlation_id": 42,
+        "api_key": 18,
+        "api_name": "ApiVersions",
+        "api_version": 3,
+        "correlation_id": 42,
         "client_id": "my-client",
         "body": {"client_software_name": "kafka", "client_software_version": "1.0"},
     }
@@ -67,11 +70,14 @@ def test_no_fallback_for_other_apis():
         decode_response(struct.pack(">i", 8) + api_versions_v0_body(), 3, 9)
 
 
-@pytest.mark.parametrize("frame,match", [
-    (b"\x00", "too short"),
-    (struct.pack(">hhih", 9999, 0, 1, -1), "unknown api key 9999"),
-    (struct.pack(">hhih", 0, 99, 1, -1), "version 99 is not one of Produce's"),
-])
+@pytest.mark.parametrize(
+    "frame,match",
+    [
+        (b"\x00", "too short"),
+        (struct.pack(">hhih", 9999, 0, 1, -1), "unknown api key 9999"),
+        (struct.pack(">hhih", 0, 99, 1, -1), "version 99 is not one of Produce's"),
+    ],
+)
 def test_bad_frames_raise_decode_error(frame, match):
     with pytest.raises(DecodeError, match=match):
         decode_request(frame)
@@ -97,7 +103,9 @@ def test_trailing_bytes_are_an_error():
 def test_nullable_struct_field_in_a_response():
     # ConsumerGroupHeartbeat response v0 (flexible): Assignment is a nullable struct (KIP-893).
     head = struct.pack(">i", 3) + b"\x00"  # header v1: correlation id + tags
-    common = struct.pack(">ih", 0, 0) + b"\x00" + b"\x00" + struct.pack(">ii", 1, 5000)  # throttle, error, msg null, member id null, epoch, interval
+    common = (
+        struct.pack(">ih", 0, 0) + b"\x00" + b"\x00" + struct.pack(">ii", 1, 5000)
+    )  # throttle, error, msg null, member id null, epoch, interval
     null_assignment = decode_response(head + common + b"\xff" + b"\x00", 68, 0)
     assert null_assignment["body"]["assignment"] is None
     assignment = b"\x01" + uvarint(1) + b"\x00"  # marker, empty topic partitions, its tags

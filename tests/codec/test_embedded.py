@@ -37,7 +37,9 @@ def join_group_v1(protocol_type: str, metadata: bytes) -> bytes:
 
 
 SUBSCRIPTION = ConsumerProtocolMemberMetadata_v0(version=0, topics=["orders", "payments"], user_data=b"ud").encode()
-ASSIGNMENT = ConsumerProtocolMemberAssignment_v0(version=0, assigned_partitions=[("orders", [0, 2])], user_data=b"").encode()
+ASSIGNMENT = ConsumerProtocolMemberAssignment_v0(
+    version=0, assigned_partitions=[("orders", [0, 2])], user_data=b""
+).encode()
 
 
 def test_join_group_consumer_metadata_is_decoded_beside_the_raw_bytes():
@@ -62,26 +64,52 @@ def test_sync_group_response_uses_the_request_for_the_protocol_type():
     frame = struct.pack(">i", 9) + struct.pack(">h", 0) + sized(ASSIGNMENT)  # SyncGroup v0 response
     decoded = decode_response(frame, 14, 0, request=request)
     assert decoded["body"]["assignment_decoded"] == {
-        "version": 0, "assigned_partitions": [{"topic": "orders", "partitions": [0, 2]}], "user_data": b""}
+        "version": 0,
+        "assigned_partitions": [{"topic": "orders", "partitions": [0, 2]}],
+        "user_data": b"",
+    }
     assert "assignment_decoded" not in decode_response(frame, 14, 0)["body"]
 
 
 def test_envelope_carries_a_whole_request_and_a_principal():
     inner = struct.pack(">hhi", 3, 1, 77) + string("inner") + struct.pack(">i", -1)  # Metadata v1, all topics
-    principal = struct.pack(">h", 0) + kio_bytes(DefaultPrincipalData(type_="User", name="alice", token_authenticated=False))
+    principal = struct.pack(">h", 0) + kio_bytes(
+        DefaultPrincipalData(type_="User", name="alice", token_authenticated=False)
+    )
+
     # Envelope v0 is flexible: header v2, compact bytes, compact nullable bytes, tags.
     def compact(b):
         return bytes([len(b) + 1]) + b
-    frame = struct.pack(">hhi", 58, 0, 5) + string("broker") + b"\x00" + compact(inner) + compact(principal) + compact(b"\x7f\x00\x00\x01") + b"\x00"
+
+    frame = (
+        struct.pack(">hhi", 58, 0, 5)
+        + string("broker")
+        + b"\x00"
+        + compact(inner)
+        + compact(principal)
+        + compact(b"\x7f\x00\x00\x01")
+        + b"\x00"
+    )
     body = decode_request(frame)["body"]
     assert body["request_data_decoded"]["api_name"] == "Metadata"
     assert body["request_data_decoded"]["body"] == {"topics": None}
-    assert body["request_principal_decoded"] == {"version": 0, "type": "User", "name": "alice", "token_authenticated": False}
+    assert body["request_principal_decoded"] == {
+        "version": 0,
+        "type": "User",
+        "name": "alice",
+        "token_authenticated": False,
+    }
 
 
 def test_kraft_leader_change_control_data():
-    message = LeaderChangeMessage(version=0, leader_id=1, voters=(Voter(voter_id=1), Voter(voter_id=2)), granting_voters=(Voter(voter_id=2),))
+    message = LeaderChangeMessage(
+        version=0, leader_id=1, voters=(Voter(voter_id=1), Voter(voter_id=2)), granting_voters=(Voter(voter_id=2),)
+    )
     value = kio_bytes(message)  # the Version field leads; no separate version prefix
     decoded = decode_control_data(decoder_for(), 2, value)
-    assert decoded == {"version": 0, "leader_id": 1, "voters": [{"voter_id": 1}, {"voter_id": 2}],
-                       "granting_voters": [{"voter_id": 2}]}
+    assert decoded == {
+        "version": 0,
+        "leader_id": 1,
+        "voters": [{"voter_id": 1}, {"voter_id": 2}],
+        "granting_voters": [{"voter_id": 2}],
+    }

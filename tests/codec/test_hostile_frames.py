@@ -65,8 +65,14 @@ def _bomb_batch(size: int) -> bytes:
 
 def produce_v3_with_partitions(batches: list[bytes]) -> bytes:
     partitions = b"".join(struct.pack(">i", i) + struct.pack(">i", len(b)) + b for i, b in enumerate(batches))
-    body = (string(None) + struct.pack(">hi", 1, 1000) + struct.pack(">i", 1) + string("bombs")
-            + struct.pack(">i", len(batches)) + partitions)
+    body = (
+        string(None)
+        + struct.pack(">hi", 1, 1000)
+        + struct.pack(">i", 1)
+        + string("bombs")
+        + struct.pack(">i", len(batches))
+        + partitions
+    )
     return struct.pack(">hhi", 0, 3, 1) + string("bomber") + body
 
 
@@ -101,8 +107,17 @@ def _uvarint(n: int) -> bytes:
 
 def envelope(inner: bytes, correlation_id: int = 5) -> bytes:
     """EnvelopeRequest v0 (flexible: header v2, compact bytes) around ``inner``."""
-    return (struct.pack(">hhi", 58, 0, correlation_id) + string("broker") + b"\x00"
-            + _uvarint(len(inner) + 1) + inner + b"\x00" + _uvarint(5) + b"\x7f\x00\x00\x01" + b"\x00")
+    return (
+        struct.pack(">hhi", 58, 0, correlation_id)
+        + string("broker")
+        + b"\x00"
+        + _uvarint(len(inner) + 1)
+        + inner
+        + b"\x00"
+        + _uvarint(5)
+        + b"\x7f\x00\x00\x01"
+        + b"\x00"
+    )
 
 
 @pytest.mark.parametrize("depth", [220, 1000])

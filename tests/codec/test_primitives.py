@@ -22,10 +22,19 @@ def uvarint(n: int) -> bytes:
         n >>= 7
 
 
-@pytest.mark.parametrize("kind,fmt,value", [
-    ("int8", ">b", -128), ("int8", ">b", 127), ("int16", ">h", -2), ("int32", ">i", 2**31 - 1),
-    ("int64", ">q", -(2**63)), ("uint16", ">H", 65535), ("uint32", ">I", 2**32 - 1), ("float64", ">d", 1.5),
-])
+@pytest.mark.parametrize(
+    "kind,fmt,value",
+    [
+        ("int8", ">b", -128),
+        ("int8", ">b", 127),
+        ("int16", ">h", -2),
+        ("int32", ">i", 2**31 - 1),
+        ("int64", ">q", -(2**63)),
+        ("uint16", ">H", 65535),
+        ("uint32", ">I", 2**32 - 1),
+        ("float64", ">d", 1.5),
+    ],
+)
 def test_fixed_width(kind, fmt, value):
     common(k.Primitive(kind), struct.pack(fmt, value), value)
 
@@ -84,12 +93,15 @@ def test_null_bytes():
     common(k.Primitive("bytes", True, compact=True), b"\x00", None)
 
 
-@pytest.mark.parametrize("construct,data", [
-    (k.Primitive("string"), b"\x7f\xff" + b"a" * 10),
-    (k.Primitive("string", compact=True), uvarint(2**31) + b"a"),
-    (k.Primitive("bytes"), b"\x7f\xff\xff\xff" + b"a" * 10),
-    (k.Primitive("bytes", compact=True), uvarint(2**32 - 1)),
-])
+@pytest.mark.parametrize(
+    "construct,data",
+    [
+        (k.Primitive("string"), b"\x7f\xff" + b"a" * 10),
+        (k.Primitive("string", compact=True), uvarint(2**31) + b"a"),
+        (k.Primitive("bytes"), b"\x7f\xff\xff\xff" + b"a" * 10),
+        (k.Primitive("bytes", compact=True), uvarint(2**32 - 1)),
+    ],
+)
 def test_claimed_length_beyond_input_is_an_error(construct, data):
     with pytest.raises(WireError, match="claimed length"):
         construct._parse(BytesIO(data), None, "")

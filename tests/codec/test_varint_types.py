@@ -24,11 +24,12 @@ from kafka_protocol_source.spec.registry import SpecRegistry
 from .common import common, decode_both
 from .record_shapes import ALL, HEADER_SIZE, RECORD, RECORD_BATCH, build_batch, field, message, sized, zigzag
 
-INT32 = (-2**31, 2**31 - 1)
-INT64 = (-2**63, 2**63 - 1)
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
 
 MESSAGES = [
-    RECORD_BATCH, RECORD,
+    RECORD_BATCH,
+    RECORD,
     message("Varint", field("V", "varint")),
     message("Varlong", field("V", "varlong")),
     message("Texts", field("S", "varint-string"), field("B", "varint-bytes")),
@@ -36,7 +37,9 @@ MESSAGES = [
     message("NullableItems", field("Items", "varint[]Item", nullable=True, fields=[field("Id", "varint")])),
     message("Longs", field("Values", "varint[]varlong")),
     message("Flexible", field("S", "varint-string"), field("Values", "varint[]int32"), flexible=True),
-    message("Sized", field("Length", "int32"), field("Extra", "int8"), field("Data", "bytes", length_from=("Length", 5))),
+    message(
+        "Sized", field("Length", "int32"), field("Extra", "int8"), field("Data", "bytes", length_from=("Length", 5))
+    ),
     message("SizedByVarint", field("Size", "varint"), field("Data", "bytes", length_from=("Size", 0))),
 ]
 DECODER = Decoder(SpecRegistry({m.name: m for m in MESSAGES}, "tests/codec/test_varint_types.py"))
@@ -64,11 +67,13 @@ def assert_every_cut_truncated(name: str, data: bytes) -> None:
 
 # -- zigzag varints ------------------------------------------------------------------------------
 
+
 def examples(*values):
     def apply(test):
         for value in values:
             test = example(value)(test)
         return test
+
     return apply
 
 
@@ -95,10 +100,14 @@ def test_varint_primitive_common(value):
     common(k.Primitive("varlong"), zigzag(value), value)
 
 
-@pytest.mark.parametrize("name,data", [
-    ("Varint", zigzag(INT32[1] + 1)), ("Varint", zigzag(INT32[0] - 1)),
-    ("Varlong", b"\xff" * 9 + b"\x03"),  # 2**65 - 1: ten bytes, but 65 bits
-])
+@pytest.mark.parametrize(
+    "name,data",
+    [
+        ("Varint", zigzag(INT32[1] + 1)),
+        ("Varint", zigzag(INT32[0] - 1)),
+        ("Varlong", b"\xff" * 9 + b"\x03"),  # 2**65 - 1: ten bytes, but 65 bits
+    ],
+)
 def test_a_varint_too_wide_for_its_type_is_an_error(name, data):
     assert "does not fit" in decode_error(name, data).reason
 
@@ -116,9 +125,18 @@ def test_varint_truncated_at_every_cut(name, value):
 
 # -- varint-length strings and bytes ----------------------------------------------------------------
 
-@pytest.mark.parametrize("text,data", [
-    ("", b""), ("ключ", b"\x00\xff"), (None, None), ("x" * 200, b"y" * 9000), (None, b"v"), ("k", None),
-])
+
+@pytest.mark.parametrize(
+    "text,data",
+    [
+        ("", b""),
+        ("ключ", b"\x00\xff"),
+        (None, None),
+        ("x" * 200, b"y" * 9000),
+        (None, b"v"),
+        ("k", None),
+    ],
+)
 def test_varint_string_and_bytes(text, data):
     wire = sized(None if text is None else text.encode()) + sized(data)
     assert decode("Texts", wire) == {"s": text, "b": data}
@@ -154,6 +172,7 @@ def test_varint_types_are_never_compact():
 
 # -- varint-count arrays ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("items", [[], [(0, "")], [(-1, None), (INT32[1], "ünï"), (5, "x" * 130)]])
 def test_varint_count_array_of_structs(items):
     wire = zigzag(len(items)) + b"".join(zigzag(i) + sized(None if s is None else s.encode()) for i, s in items)
@@ -183,6 +202,7 @@ def test_varint_count_beyond_the_bytes_left_is_truncated_before_any_element():
 
 
 # -- length-field-minus bytes -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("payload", [b"", b"abc", bytes(range(256)) * 3])
 def test_length_field_minus(payload):
@@ -230,31 +250,45 @@ def test_a_tagged_length_field_minus_is_refused():
 # -- a real v2 record batch from kafka-python ---------------------------------------------------------
 
 _HEADERS = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3)
-_ENTRY = st.tuples(st.integers(-70_000, 70_000), st.one_of(st.none(), st.binary(max_size=20)),
-                   st.one_of(st.none(), st.binary(max_size=200)), _HEADERS)
+_ENTRY = st.tuples(
+    st.integers(-70_000, 70_000),
+    st.one_of(st.none(), st.binary(max_size=20)),
+    st.one_of(st.none(), st.binary(max_size=200)),
+    _HEADERS,
+)
 
 
 def check_batch(wire: bytes) -> None:
     expected = DefaultRecordBatch(bytearray(wire))
     batch = decode("RecordBatch", wire)
     assert batch == {
-        "first_offset": expected.base_offset, "length": expected.size_in_bytes - 12,
-        "partition_leader_epoch": expected.leader_epoch, "magic": expected.magic,
-        "crc": struct.unpack(">i", struct.pack(">I", expected.crc))[0], "attributes": expected.attributes,
-        "last_offset_delta": expected.last_offset_delta, "first_timestamp": expected.first_timestamp,
-        "max_timestamp": expected.max_timestamp, "producer_id": expected.producer_id,
-        "producer_epoch": expected.producer_epoch, "first_sequence": expected.base_sequence,
-        "num_records": expected.records_count, "records": wire[HEADER_SIZE:],
+        "first_offset": expected.base_offset,
+        "length": expected.size_in_bytes - 12,
+        "partition_leader_epoch": expected.leader_epoch,
+        "magic": expected.magic,
+        "crc": struct.unpack(">i", struct.pack(">I", expected.crc))[0],
+        "attributes": expected.attributes,
+        "last_offset_delta": expected.last_offset_delta,
+        "first_timestamp": expected.first_timestamp,
+        "max_timestamp": expected.max_timestamp,
+        "producer_id": expected.producer_id,
+        "producer_epoch": expected.producer_epoch,
+        "first_sequence": expected.base_sequence,
+        "num_records": expected.records_count,
+        "records": wire[HEADER_SIZE:],
     }
     io = BytesIO(batch["records"])
     for want in expected:
         start = io.tell()
         length = DECODER.parsers.get("Record", 0).interpreted._parse(io, None, "")["length"]
-        record = decode("Record", batch["records"][start:io.tell()])
+        record = decode("Record", batch["records"][start : io.tell()])
         assert record == {
-            "length": want.size_in_bytes, "attributes": 0,
+            "length": want.size_in_bytes,
+            "attributes": 0,
             "timestamp_delta": want.timestamp - expected.first_timestamp,
-            "offset_delta": want.offset - expected.base_offset, "key": want.key, "value": want.value,
+            "offset_delta": want.offset - expected.base_offset,
+            "key": want.key,
+            "value": want.value,
             "headers": [{"key": k_, "value": v} for k_, v in want.headers],
         }
         assert io.tell() - start == len(zigzag(length)) + length
@@ -290,4 +324,4 @@ def test_record_batch_whose_length_is_below_its_header_is_an_error():
 def test_record_header_with_a_bad_value_length_says_where():
     record = build_batch([(0, None, b"v", [("a", b"b")])], 0)[HEADER_SIZE:]
     at = record.rindex(zigzag(1) + b"b")  # the header value's length
-    assert decode_error("Record", record[:at] + zigzag(-3) + record[at + 1:]).path == "headers[0].value"
+    assert decode_error("Record", record[:at] + zigzag(-3) + record[at + 1 :]).path == "headers[0].value"

@@ -10,8 +10,16 @@ from hypothesis import strategies as st
 
 from kafka_protocol_source.spec.ir import Struct
 
-_FIXED = {"bool": ">?", "int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "uint32": ">I",
-          "int64": ">q", "float64": ">d"}
+_FIXED = {
+    "bool": ">?",
+    "int8": ">b",
+    "int16": ">h",
+    "uint16": ">H",
+    "int32": ">i",
+    "uint32": ">I",
+    "int64": ">q",
+    "float64": ">d",
+}
 
 
 def uvarint(n: int) -> bytes:
@@ -34,10 +42,24 @@ def _sized(data: bytes | None, compact: bool, wide: bool) -> bytes:
 def _primitive(kind: str, nullable: bool, compact: bool):
     if kind in _FIXED:
         fmt = _FIXED[kind]
-        values = st.booleans() if kind == "bool" else (
-            st.floats(allow_nan=False) if kind == "float64" else
-            st.integers(*{"b": (-128, 127), "h": (-2**15, 2**15 - 1), "H": (0, 2**16 - 1), "i": (-2**31, 2**31 - 1),
-                          "I": (0, 2**32 - 1), "q": (-2**63, 2**63 - 1)}[fmt[1]]))
+        values = (
+            st.booleans()
+            if kind == "bool"
+            else (
+                st.floats(allow_nan=False)
+                if kind == "float64"
+                else st.integers(
+                    *{
+                        "b": (-128, 127),
+                        "h": (-(2**15), 2**15 - 1),
+                        "H": (0, 2**16 - 1),
+                        "i": (-(2**31), 2**31 - 1),
+                        "I": (0, 2**32 - 1),
+                        "q": (-(2**63), 2**63 - 1),
+                    }[fmt[1]]
+                )
+            )
+        )
         return values.map(lambda v: struct.pack(fmt, v))
     if kind == "uuid":
         return st.binary(min_size=16, max_size=16)
@@ -69,7 +91,7 @@ def _field(field, tagged: bool):
         inner = message_bytes(field.struct)
         if not field.nullable:
             return inner
-        present = (b"\x01" if tagged else b"\x01")
+        present = b"\x01" if tagged else b"\x01"
         absent = b"\x00" if tagged else b"\xff"
         return st.one_of(st.just(absent), inner.map(lambda b: present + b))
     return _primitive(field.kind, field.nullable, field.compact)
@@ -78,10 +100,13 @@ def _field(field, tagged: bool):
 def message_bytes(struct_: Struct):
     parts = [_field(f, False) for f in struct_.fields]
     if struct_.flexible:
-        tagged = [st.one_of(st.none(), _field(f, True).map(lambda b, t=f.tag: uvarint(t) + uvarint(len(b)) + b))
-                  for f in struct_.tagged]
+        tagged = [
+            st.one_of(st.none(), _field(f, True).map(lambda b, t=f.tag: uvarint(t) + uvarint(len(b)) + b))
+            for f in struct_.tagged
+        ]
         unknown = st.lists(st.binary(max_size=4), max_size=2).map(
-            lambda vals: [uvarint(1000 + i) + uvarint(len(v)) + v for i, v in enumerate(vals)])
+            lambda vals: [uvarint(1000 + i) + uvarint(len(v)) + v for i, v in enumerate(vals)]
+        )
 
         def tag_section(present, extra):
             entries = [p for p in present if p is not None] + extra

@@ -29,13 +29,22 @@ def metadata_v1_request(correlation_id: int, topics=("orders",), client_id="app"
 def metadata_v1_response(correlation_id: int, topics=("orders",)) -> bytes:
     brokers = struct.pack(">i", 1) + struct.pack(">i", 1) + string("localhost") + struct.pack(">i", 9092) + string(None)
     topic_part = struct.pack(">i", len(topics)) + b"".join(
-        struct.pack(">h", 0) + string(t) + b"\x00" + struct.pack(">i", 0) for t in topics)
+        struct.pack(">h", 0) + string(t) + b"\x00" + struct.pack(">i", 0) for t in topics
+    )
     return struct.pack(">i", correlation_id) + brokers + struct.pack(">i", 1) + topic_part
 
 
 def produce_v3_request(correlation_id: int, acks: int, records: bytes = b"") -> bytes:
-    body = string(None) + struct.pack(">hi", acks, 1000) + struct.pack(">i", 1) + string("orders") \
-        + struct.pack(">i", 1) + struct.pack(">i", 0) + struct.pack(">i", len(records)) + records
+    body = (
+        string(None)
+        + struct.pack(">hi", acks, 1000)
+        + struct.pack(">i", 1)
+        + string("orders")
+        + struct.pack(">i", 1)
+        + struct.pack(">i", 0)
+        + struct.pack(">i", len(records))
+        + records
+    )
     return struct.pack(">hhi", 0, 3, correlation_id) + string("producer") + body
 
 
@@ -65,8 +74,8 @@ class Conversation:
         dst = self.broker if src == self.client else self.client
         step = max(1, -(-len(data) // pieces))
         for i in range(0, len(data), step):
-            self._segment(src, dst, pb.ACK | pb.PSH, data[i:i + step])
-            self.seq[src] += len(data[i:i + step])
+            self._segment(src, dst, pb.ACK | pb.PSH, data[i : i + step])
+            self.seq[src] += len(data[i : i + step])
 
     def request(self, frame: bytes, pieces: int = 1) -> None:
         self.send(self.client, sized(frame), pieces)
@@ -83,5 +92,7 @@ class Conversation:
         for n, i in enumerate(idx):
             ns, src, dst, seq, ack, flags, payload = self.segments[i]
             frame = pb.ether(pb.ipv4(src[0], dst[0], pb.tcp(src[1], dst[1], seq, ack, flags=flags, payload=payload)))
-            packets.append((self.segments[i][0] if order is None else self.segments[min(n, len(self.segments) - 1)][0], frame))
+            packets.append(
+                (self.segments[i][0] if order is None else self.segments[min(n, len(self.segments) - 1)][0], frame)
+            )
         return pb.pcap(packets, nanos=True)

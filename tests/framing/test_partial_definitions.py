@@ -36,7 +36,9 @@ def partial_krammar(tmp_path_factory) -> str:
     text = (DEFAULT_SPECS / "kafka.krammar").read_text()
     kept = _blocks(text, ("FindCoordinatorRequest", "FindCoordinatorResponse", "RequestHeader", "ResponseHeader"))
     assert len(kept) == 4
-    own = "\n\n".join(kept).replace("  Key: string", "  GroupKey: string").replace("  CoordinatorKeys:", "  WantedKeys:")
+    own = (
+        "\n\n".join(kept).replace("  Key: string", "  GroupKey: string").replace("  CoordinatorKeys:", "  WantedKeys:")
+    )
     path = tmp_path_factory.mktemp("krammar") / "find_coordinator_only.krammar"
     path.write_text(own + "\n")
     return str(path)
@@ -51,8 +53,20 @@ def partial_json(tmp_path_factory) -> str:
 
 
 def _pairs(rows):
-    return sorted((e.connection_id, e.correlation_id, e.api_key, e.api_version, e.client_id, e.request_size,
-                   e.response_size, e.request_packet, e.response_packet) for e in rows)
+    return sorted(
+        (
+            e.connection_id,
+            e.correlation_id,
+            e.api_key,
+            e.api_version,
+            e.client_id,
+            e.request_size,
+            e.response_size,
+            e.request_packet,
+            e.response_packet,
+        )
+        for e in rows
+    )
 
 
 @pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
@@ -94,7 +108,10 @@ def test_an_api_key_and_a_version_beyond_the_bundled_ones_pair_as_unknown_api(tm
     for ports in ([9092], None):
         rows = run(tmp_path, c.pcap(), ports=ports)
         summary = [(e.status, e.api_key, e.api_version, e.correlation_id, e.client_id) for e in rows]
-        assert summary == [("unknown_api", 3, 99, 1, "app"), ("unknown_api", 1234, 1, 2, "vendor-tool"),
-                           ("ok", 3, 1, 3, "app")]
+        assert summary == [
+            ("unknown_api", 3, 99, 1, "app"),
+            ("unknown_api", 1234, 1, 2, "vendor-tool"),
+            ("ok", 3, 1, 3, "app"),
+        ]
         assert all(e.latency_ms is not None and e.raw_request and e.raw_response for e in rows[:2])
         assert rows[0].api_name == "Metadata" and rows[1].api_name is None

@@ -8,8 +8,16 @@ import pytest
 from kafka_protocol_source import CaptureOptions, read_capture
 from kafka_protocol_source.pipeline import read_with
 
-from .kafkaflow import (BROKER, CLIENT, Conversation, metadata_v1_request, metadata_v1_response, produce_v3_request,
-                        sized, string)
+from .kafkaflow import (
+    BROKER,
+    CLIENT,
+    Conversation,
+    metadata_v1_request,
+    metadata_v1_response,
+    produce_v3_request,
+    sized,
+    string,
+)
 
 
 def run(tmp_path, data: bytes, name="c.pcap", **options):
@@ -180,6 +188,7 @@ def test_a_connection_scope_partitions_the_exchanges_and_can_share_some_apis(sam
             if zlib.crc32("|".join(map(str, endpoints)).encode()) % 3 == index:
                 return None
             return shared if shared is not None else False
+
         return scope
 
     capture = samples / "tansu_confluent_kafka_all_codecs.pcap"

@@ -47,8 +47,11 @@ def test_late_and_mid_frame_starts_keep_every_exchange_after_the_cut(s, ports, t
     whole = list(read_capture(s.path, ports=[s.broker_port]))
     for n, (how, cut) in enumerate(_cuts(s)):
         path = cut.write(tmp_path / f"{how}{n}.pcap")
-        after = Counter(_key(e) for e in whole
-                        if e.status == "ok" and e.request_packet is not None and e.request_packet > cut.origin)
+        after = Counter(
+            _key(e)
+            for e in whole
+            if e.status == "ok" and e.request_packet is not None and e.request_packet > cut.origin
+        )
         rows = list(read_capture(path, **options))
         got = Counter(_key(e) for e in rows if e.status == "ok")
         assert not after - got, f"{how} start at packet {cut.origin}: lost {sorted(after - got)[:5]}"
@@ -153,16 +156,35 @@ def test_bytes_that_only_look_like_a_huge_request_do_not_stall_the_direction(tmp
 
 
 def _tshark_requests(path, port: int) -> Counter:
-    cmd = [TSHARK, "-r", str(path), "-n", "-d", f"tcp.port=={port},kafka", "-Y", "kafka.request_key",
-           "-T", "json", "--no-duplicate-keys", "-j", "kafka"]
+    cmd = [
+        TSHARK,
+        "-r",
+        str(path),
+        "-n",
+        "-d",
+        f"tcp.port=={port},kafka",
+        "-Y",
+        "kafka.request_key",
+        "-T",
+        "json",
+        "--no-duplicate-keys",
+        "-j",
+        "kafka",
+    ]
     found = Counter()
     for packet in json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout or "[]"):
         layers = packet["_source"]["layers"]["kafka"]
         for k in layers if isinstance(layers, list) else [layers]:
             if "kafka.request_key" in k and "kafka.correlation_id" in k:
                 client_id = k.get("kafka.client_id")
-                found[(int(k["kafka.request_key"]), int(k["kafka.request.version"]), int(k["kafka.correlation_id"]),
-                       client_id[0] if isinstance(client_id, list) else client_id)] += 1
+                found[
+                    (
+                        int(k["kafka.request_key"]),
+                        int(k["kafka.request.version"]),
+                        int(k["kafka.correlation_id"]),
+                        client_id[0] if isinstance(client_id, list) else client_id,
+                    )
+                ] += 1
     return found
 
 
@@ -173,8 +195,11 @@ def test_tshark_is_the_floor_on_late_starts(s, tmp_path):
         path = cut.write(tmp_path / f"{how}{n}.pcap")
         theirs = _tshark_requests(path, s.broker_port)
         for ports in ([s.broker_port], None):
-            ours = Counter((e.api_key, e.api_version, e.correlation_id, e.client_id)
-                           for e in read_capture(path, ports=ports) if e.api_key is not None and e.request_size)
+            ours = Counter(
+                (e.api_key, e.api_version, e.correlation_id, e.client_id)
+                for e in read_capture(path, ports=ports)
+                if e.api_key is not None and e.request_size
+            )
             assert not theirs - ours, f"{how} start at packet {cut.origin}, ports={ports}: {sorted(theirs - ours)[:5]}"
 
 
@@ -184,7 +209,7 @@ def test_the_accounting_check_sees_a_row_dropped_or_doubled(monkeypatch):
     s = CAPTURES[0]
     rows = list(read_capture(s.path, ports=[s.broker_port]))
     first_ok = next(i for i, e in enumerate(rows) if e.status == "ok")
-    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows[:first_ok] + rows[first_ok + 1:])
+    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows[:first_ok] + rows[first_ok + 1 :])
     assert any("rows hold" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))
     monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows + [rows[first_ok]])
     assert any("twice" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))

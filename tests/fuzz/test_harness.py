@@ -17,8 +17,16 @@ from tools.fuzzing.findings import CRASH, HANG, HARNESS, MEMORY, Finding
 from tools.fuzzing.frame_cases import case as frame_case
 from tools.fuzzing.runner import MiB, Limits, run
 
-BEHAVIOUR = {3: "crash", 5: "hang", 8: "memory_error", 9: "memory_rss", 11: "die", 13: "stuck_in_c", 17: "bad_generator",
-             19: "finding"}
+BEHAVIOUR = {
+    3: "crash",
+    5: "hang",
+    8: "memory_error",
+    9: "memory_rss",
+    11: "die",
+    13: "stuck_in_c",
+    17: "bad_generator",
+    19: "finding",
+}
 BOUND = 256 * MiB
 
 
@@ -74,8 +82,16 @@ def test_each_failure_is_charged_to_its_input_and_every_input_is_counted_once():
     for failure in result.failures:
         by_index.setdefault(failure.index, set()).add(failure.finding.category)
     assert result.inputs == 25
-    assert by_index == {3: {CRASH}, 5: {HANG}, 8: {MEMORY}, 9: {MEMORY}, 11: {CRASH}, 13: {HANG}, 17: {HARNESS},
-                        19: {"accounting"}}
+    assert by_index == {
+        3: {CRASH},
+        5: {HANG},
+        8: {MEMORY},
+        9: {MEMORY},
+        11: {CRASH},
+        13: {HANG},
+        17: {HARNESS},
+        19: {"accounting"},
+    }
     signatures = {f.index: f.finding.signature for f in result.failures}
     assert signatures[3].startswith("KeyError")
     assert signatures[8].startswith("MemoryError")

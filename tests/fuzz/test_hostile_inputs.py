@@ -26,9 +26,11 @@ def _problems(result) -> list[str]:
     for f in result.failures:
         key = (f.finding.category, f.finding.signature)
         smallest[key] = min(smallest.get(key, (f.size, f.index)), (f.size, f.index))
-    return [f"{count} x {category}: {signature} (smallest: index {smallest[(category, signature)][1]})"
-            for (category, signature), count in sorted(result.findings.items())
-            if category in MUST_BE_ZERO or category == HARNESS]
+    return [
+        f"{count} x {category}: {signature} (smallest: index {smallest[(category, signature)][1]})"
+        for (category, signature), count in sorted(result.findings.items())
+        if category in MUST_BE_ZERO or category == HARNESS
+    ]
 
 
 def test_hostile_frames_only_ever_give_decode_errors():

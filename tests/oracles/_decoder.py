@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, settings
 ORACLE_SETTINGS = settings(
     max_examples=int(os.environ.get("ORACLE_MAX_EXAMPLES", "20")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
     database=None,
 )
 

@@ -87,6 +87,7 @@ def is_struct_type(type_str: str) -> bool:
 
 # --------------------------------------------------------------------------- kio
 
+
 def _spec_field_for(kio_name: str, spec_fields: list[dict]) -> dict:
     # kio has its own snake_case rule; match on the name with underscores and case removed,
     # which is unique within every struct of the specs.
@@ -163,9 +164,8 @@ def plain(value: Any) -> Any:
 
 # --------------------------------------------------------------------------- kafka-python
 
-def kafka_python_to_ours(
-    item: Any, kp_struct: Any, raw_fields: list[dict], version: int, common: dict
-) -> dict:
+
+def kafka_python_to_ours(item: Any, kp_struct: Any, raw_fields: list[dict], version: int, common: dict) -> dict:
     """A kafka-python DataContainer → the dict our decoder should produce.
 
     ``kp_struct`` is kafka-python's StructField (possibly json-patched: it renames
@@ -210,6 +210,7 @@ def _kp_scalar(value: Any, type_str: str) -> Any:
 
 # --------------------------------------------------------------------------- comparison
 
+
 def diff(expected: Any, actual: Any, path: str = "body") -> list[str]:
     """Every disagreement between an expected value and our decoder's output, by path."""
     if isinstance(expected, ExpectedRecords):
@@ -231,8 +232,7 @@ def diff(expected: Any, actual: Any, path: str = "body") -> list[str]:
         if not isinstance(actual, list):
             return [f"{path}: expected list, got {type(actual).__name__} {actual!r:.200}"]
         if len(expected) != len(actual):
-            return [f"{path}: expected {len(expected)} items, got {len(actual)}:"
-                    f" {expected!r:.300} vs {actual!r:.300}"]
+            return [f"{path}: expected {len(expected)} items, got {len(actual)}: {expected!r:.300} vs {actual!r:.300}"]
         problems = []
         for i, (e, a) in enumerate(zip(expected, actual)):
             problems += diff(e, a, f"{path}[{i}]")
@@ -263,18 +263,18 @@ def _embedded_extra(key: str, expected: dict) -> bool:
 
 def _diff_records(expected: ExpectedRecords, actual: Any, path: str) -> list[str]:
     if not isinstance(actual, list):
-        return [f"{path}: expected a list of record batches, got {type(actual).__name__}"
-                f" {actual!r:.200}"]
-    return diff(expected.batches, [_project(e, a) for e, a in
-                                   zip(expected.batches, actual)] + actual[len(expected.batches):],
-                path)
+        return [f"{path}: expected a list of record batches, got {type(actual).__name__} {actual!r:.200}"]
+    return diff(
+        expected.batches,
+        [_project(e, a) for e, a in zip(expected.batches, actual)] + actual[len(expected.batches) :],
+        path,
+    )
 
 
 def _project(expected: Any, actual: Any) -> Any:
     """Keep only the keys of ``actual`` that ``expected`` names (batch and record dicts)."""
     if isinstance(expected, dict) and isinstance(actual, dict):
-        return {k: _project(expected[k], actual[k]) if k in expected else actual[k]
-                for k in actual if k in expected}
+        return {k: _project(expected[k], actual[k]) if k in expected else actual[k] for k in actual if k in expected}
     if isinstance(expected, list) and isinstance(actual, list):
-        return [_project(e, a) for e, a in zip(expected, actual)] + actual[len(expected):]
+        return [_project(e, a) for e, a in zip(expected, actual)] + actual[len(expected) :]
     return actual

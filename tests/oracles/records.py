@@ -58,11 +58,16 @@ def expected_records(raw: bytes | None) -> ExpectedRecords | None:
         }
         if batch.magic >= 2:
             expected.update(
-                partition_leader_epoch=batch.leader_epoch, crc=batch.crc,
-                is_transactional=batch.is_transactional, is_control=batch.is_control_batch,
-                producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-                base_sequence=batch.base_sequence, last_offset_delta=batch.last_offset_delta,
-                base_timestamp=batch.first_timestamp, max_timestamp=batch.max_timestamp,
+                partition_leader_epoch=batch.leader_epoch,
+                crc=batch.crc,
+                is_transactional=batch.is_transactional,
+                is_control=batch.is_control_batch,
+                producer_id=batch.producer_id,
+                producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence,
+                last_offset_delta=batch.last_offset_delta,
+                base_timestamp=batch.first_timestamp,
+                max_timestamp=batch.max_timestamp,
                 records_count=batch.records_count,
             )
         batches.append(expected)

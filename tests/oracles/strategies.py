@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 # Small sizes keep each example cheap: the point is field coverage, not volume.
 SMALL_LISTS = {"min_size": 0, "max_size": 3}
 
+
 # Now and then a string, bytes or primitive array of 128+ items, so compact (varint) lengths
 # take two bytes and legacy lengths leave the one-byte range.
 def _mostly_short(short: st.SearchStrategy, long: st.SearchStrategy) -> st.SearchStrategy:
@@ -36,11 +37,11 @@ BINARY = _mostly_short(st.binary(max_size=10), st.binary(min_size=128, max_size=
 def primitive_list(item: st.SearchStrategy) -> st.SearchStrategy:
     return _mostly_short(st.lists(item, **SMALL_LISTS), st.lists(item, min_size=128, max_size=130))
 
+
 # --------------------------------------------------------------------------- record sets
 
 _KEYS = st.one_of(st.none(), st.binary(max_size=12))
-_HEADERS = st.lists(st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=6))),
-                    max_size=2)
+_HEADERS = st.lists(st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=6))), max_size=2)
 
 CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2, 3, 4
 
@@ -51,17 +52,19 @@ def record_batch_v2(draw, compression: int = CODEC_NONE) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     transactional = draw(st.booleans())
-    producer_id = draw(st.integers(0, 2**40)) if transactional else draw(
-        st.sampled_from([-1, 7]))
+    producer_id = draw(st.integers(0, 2**40)) if transactional else draw(st.sampled_from([-1, 7]))
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=transactional,
-        producer_id=producer_id, producer_epoch=-1 if producer_id == -1 else 3,
+        magic=2,
+        compression_type=compression,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=-1 if producer_id == -1 else 3,
         base_sequence=-1 if producer_id == -1 else draw(st.integers(0, 1000)),
-        batch_size=1 << 20)
+        batch_size=1 << 20,
+    )
     first_ts = draw(st.integers(0, 2**41))
     for offset in range(draw(st.integers(1, 3))):
-        builder.append(offset, first_ts + draw(st.integers(0, 5000)), draw(_KEYS), draw(_KEYS),
-                       draw(_HEADERS))
+        builder.append(offset, first_ts + draw(st.integers(0, 5000)), draw(_KEYS), draw(_KEYS), draw(_HEADERS))
     raw = bytearray(builder.build())
     # BaseOffset and PartitionLeaderEpoch are outside the v2 CRC: give them realistic values.
     struct.pack_into(">q", raw, 0, draw(st.integers(0, 2**40)))
@@ -74,8 +77,7 @@ def legacy_message_set(draw, magic: int, compression: int = CODEC_NONE) -> bytes
     """A magic-0/1 message set built by kafka-python's LegacyRecordBatchBuilder."""
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression,
-                                       batch_size=1 << 20)
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=compression, batch_size=1 << 20)
     for offset in range(draw(st.integers(1, 3))):
         builder.append(offset, draw(st.integers(0, 2**41)), draw(_KEYS), draw(_KEYS))
     return bytes(builder.build())
@@ -85,12 +87,12 @@ def record_set() -> st.SearchStrategy[bytes]:
     """Zero to two uncompressed batches back to back: mostly v2, sometimes a magic 0/1 message
     set. A records field is opaque to the message schema (the magic byte says how to read it),
     so any version may carry either; codecs are covered by tests/records."""
-    batch = st.one_of(record_batch_v2(), record_batch_v2(),
-                      st.sampled_from([0, 1]).flatmap(legacy_message_set))
+    batch = st.one_of(record_batch_v2(), record_batch_v2(), st.sampled_from([0, 1]).flatmap(legacy_message_set))
     return st.lists(batch, max_size=2).map(b"".join)
 
 
 # --------------------------------------------------------------------------- kio
+
 
 def register_kio_types() -> None:
     """kio resolves every field type through from_type except Records: give it valid batches."""
@@ -217,19 +219,25 @@ def kp_struct(struct_field: Any, version: int) -> st.SearchStrategy:
         # Make it the way DataContainer.__init_subclass__ does.
         from kafka.protocol.data_container import DataContainer
 
-        struct_field.set_data_class(
-            type(struct_field.type_str, (DataContainer,), {"_struct": struct_field}))
-    members = {f.name: kp_value(f, version) for f in struct_field._fields
-               if f.for_version_q(version)}
+        struct_field.set_data_class(type(struct_field.type_str, (DataContainer,), {"_struct": struct_field}))
+    members = {f.name: kp_value(f, version) for f in struct_field._fields if f.for_version_q(version)}
     return st.fixed_dictionaries(members).map(lambda vals: struct_field.data_class(**vals))
 
 
 def kp_message(msg_cls: type, version: int) -> st.SearchStrategy:
-    members = {f.name: kp_value(f, version) for f in msg_cls._struct._fields
-               if f.for_version_q(version)}
+    members = {f.name: kp_value(f, version) for f in msg_cls._struct._fields if f.for_version_q(version)}
     return st.fixed_dictionaries(members).map(lambda vals: msg_cls[version](**vals))
 
 
 uuids = st.uuids
-__all__ = ["record_batch_v2", "legacy_message_set", "record_set", "register_kio_types",
-           "kio_request_header", "kp_message", "kp_struct", "kp_value", "uuid"]
+__all__ = [
+    "record_batch_v2",
+    "legacy_message_set",
+    "record_set",
+    "register_kio_types",
+    "kio_request_header",
+    "kp_message",
+    "kp_struct",
+    "kp_value",
+    "uuid",
+]

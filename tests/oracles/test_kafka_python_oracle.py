@@ -102,12 +102,17 @@ def test_kafka_python_oracle(name, version, direction, data):
 
     if direction == "request":
         got = kps.decode_request(payload)
-        expected = {"api_key": cls.API_KEY, "api_name": api_name(name), "api_version": version,
-                    "correlation_id": correlation_id, "client_id": client_id}
+        expected = {
+            "api_key": cls.API_KEY,
+            "api_name": api_name(name),
+            "api_version": version,
+            "correlation_id": correlation_id,
+            "client_id": client_id,
+        }
         problems = n.diff(expected, _frame(got), "frame")
     else:
         got = kps.decode_response(payload, cls.API_KEY, version)
         expected = {"api_key": cls.API_KEY, "api_version": version, "correlation_id": correlation_id}
         problems = n.diff(expected, _frame(got), "frame")
     problems += n.diff(expected_body, got.get("body"))
-    assert not problems, (f"{name} v{version} payload={payload.hex()}\n" + "\n".join(problems))
+    assert not problems, f"{name} v{version} payload={payload.hex()}\n" + "\n".join(problems)

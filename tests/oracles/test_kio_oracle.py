@@ -16,8 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from . import normalise as n
-from ._decoder import (ORACLE_SETTINGS, api_name, decoder, request_header_version,
-                       response_header_version)
+from ._decoder import ORACLE_SETTINGS, api_name, decoder, request_header_version, response_header_version
 from .strategies import kio_entity, kio_request_header
 
 
@@ -55,8 +54,7 @@ def _rename(value, renames: dict[tuple[str, ...], str], path: tuple[str, ...] = 
     if isinstance(value, list):
         return [_rename(v, renames, path) for v in value]
     if isinstance(value, dict):
-        return {renames.get(path + (k,), k): _rename(v, renames, path + (k,))
-                for k, v in value.items()}
+        return {renames.get(path + (k,), k): _rename(v, renames, path + (k,)) for k, v in value.items()}
     return value
 
 
@@ -66,8 +64,7 @@ def _params():
         reason = KNOWN_BAD.get((name, version, direction))
         if reason:
             marks.append(pytest.mark.xfail(reason=reason, strict=True))
-        yield pytest.param(api_key, name, version, direction, marks=marks,
-                           id=f"{name}-v{version}-{direction}")
+        yield pytest.param(api_key, name, version, direction, marks=marks, id=f"{name}-v{version}-{direction}")
 
 
 def _schema(name: str, version: int, direction: str):
@@ -133,5 +130,4 @@ def test_kio_oracle(api_key, name, version, direction, data):
         expected = {"api_key": api_key, "api_version": version, "correlation_id": correlation_id}
         problems = n.diff(expected, _frame(got), "frame")
     problems += n.diff(expected_body, got.get("body"))
-    assert not problems, (f"{name} v{version} {direction} payload={payload.hex()}\n"
-                          + "\n".join(problems))
+    assert not problems, f"{name} v{version} {direction} payload={payload.hex()}\n" + "\n".join(problems)

@@ -44,18 +44,17 @@ def install_xxhash_shim(monkeypatch):
 
 def build_set(magic, codec, entries, base_offset=0, **producer):
     """A record set via MemoryRecordsBuilder; entries are (timestamp, key, value, headers)."""
-    builder = MemoryRecordsBuilder(magic, codec, batch_size=1 << 30, offset=base_offset,
-                                   **producer)
+    builder = MemoryRecordsBuilder(magic, codec, batch_size=1 << 30, offset=base_offset, **producer)
     for timestamp, key, value, headers in entries:
         assert builder.append(timestamp, key, value, headers if magic == 2 else None)
     builder.close()
     return bytes(builder.buffer())
 
 
-def build_v2(entries, codec=NONE, is_transactional=False, producer_id=-1,
-             producer_epoch=-1, base_sequence=-1):
-    builder = DefaultRecordBatchBuilder(2, codec, is_transactional, producer_id,
-                                        producer_epoch, base_sequence, batch_size=1 << 30)
+def build_v2(entries, codec=NONE, is_transactional=False, producer_id=-1, producer_epoch=-1, base_sequence=-1):
+    builder = DefaultRecordBatchBuilder(
+        2, codec, is_transactional, producer_id, producer_epoch, base_sequence, batch_size=1 << 30
+    )
     for offset, (timestamp, key, value, headers) in enumerate(entries):
         builder.append(offset, timestamp, key, value, headers)
     return bytes(builder.build())
@@ -73,28 +72,41 @@ def oracle_records(buf):
     out = []
     for batch in MemoryRecords(buf):
         for r in batch:
-            out.append((r.offset, r.timestamp, r.key, r.value,
-                        [(k, v) for k, v in r.headers]))
+            out.append((r.offset, r.timestamp, r.key, r.value, [(k, v) for k, v in r.headers]))
     return out
 
 
 def our_records(batches):
-    return [(r["offset"], r["timestamp"], r["key"], r["value"],
-             [(h["key"], h["value"]) for h in r["headers"]])
-            for b in batches for r in b["records"]]
+    return [
+        (r["offset"], r["timestamp"], r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]])
+        for b in batches
+        for r in b["records"]
+    ]
 
 
 def patch_v2(buf, **fields):
     """Rewrite v2 header fields of the batch at the start of buf and fix its CRC32C."""
-    names = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc",
-             "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
-             "producer_id", "producer_epoch", "base_sequence", "records_count")
+    names = (
+        "base_offset",
+        "batch_length",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "records_count",
+    )
     values = dict(zip(names, V2_HEADER.unpack_from(buf, 0)))
     values.update(fields)
     out = bytearray(buf)
     V2_HEADER.pack_into(out, 0, *(values[n] for n in names))
     if "crc" not in fields:
-        struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:12 + values["batch_length"]])))
+        struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21 : 12 + values["batch_length"]])))
     return bytes(out)
 
 
@@ -104,8 +116,9 @@ def varint(value):
     return bytes(out)
 
 
-def raw_record(key, value, offset_delta=0, timestamp_delta=0, headers=(), attributes=0,
-               key_length=None, header_count=None):
+def raw_record(
+    key, value, offset_delta=0, timestamp_delta=0, headers=(), attributes=0, key_length=None, header_count=None
+):
     """One v2 record by hand; the *_length/count overrides let a test lie about sizes."""
     body = bytearray([attributes])
     body += varint(timestamp_delta) + varint(offset_delta)
@@ -121,15 +134,38 @@ def raw_record(key, value, offset_delta=0, timestamp_delta=0, headers=(), attrib
     return varint(len(body)) + bytes(body)
 
 
-def raw_v2_batch(records_bytes, records_count, base_offset=0, attributes=0,
-                 last_offset_delta=0, base_timestamp=0, max_timestamp=0, producer_id=-1,
-                 producer_epoch=-1, base_sequence=-1, partition_leader_epoch=0):
+def raw_v2_batch(
+    records_bytes,
+    records_count,
+    base_offset=0,
+    attributes=0,
+    last_offset_delta=0,
+    base_timestamp=0,
+    max_timestamp=0,
+    producer_id=-1,
+    producer_epoch=-1,
+    base_sequence=-1,
+    partition_leader_epoch=0,
+):
     """A v2 batch around already encoded (possibly compressed) records, with a true CRC."""
     length = V2_HEADER.size - 12 + len(records_bytes)
-    header = bytearray(V2_HEADER.pack(
-        base_offset, length, partition_leader_epoch, 2, 0, attributes, last_offset_delta,
-        base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
-        records_count))
+    header = bytearray(
+        V2_HEADER.pack(
+            base_offset,
+            length,
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
+        )
+    )
     buf = header + records_bytes
     struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
     return bytes(buf)

@@ -13,12 +13,21 @@ from hypothesis import strategies as st
 from kafka.codec import snappy_encode
 from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.records.lz4_frame import xxh32
-from records_builders import (GZIP, LZ4, SNAPPY, ZSTD, build_legacy, build_set, build_v2,
-                              install_xxhash_shim, legacy_message, oracle_records,
-                              raw_v2_batch)
+from records_builders import (
+    GZIP,
+    LZ4,
+    SNAPPY,
+    ZSTD,
+    build_legacy,
+    build_set,
+    build_v2,
+    install_xxhash_shim,
+    legacy_message,
+    oracle_records,
+    raw_v2_batch,
+)
 
-ENTRIES = [(1_700_000_000_000 + i, b"key-%d" % i, b"value %d " % i * 40, [("h", b"%d" % i)])
-           for i in range(50)]
+ENTRIES = [(1_700_000_000_000 + i, b"key-%d" % i, b"value %d " % i * 40, [("h", b"%d" % i)]) for i in range(50)]
 
 
 def inner_records():
@@ -28,17 +37,23 @@ def inner_records():
 
 def compressed_batch(codec, payload):
     first = ENTRIES[0][0]
-    return raw_v2_batch(payload, len(ENTRIES), attributes=codec,
-                        last_offset_delta=len(ENTRIES) - 1, base_timestamp=first,
-                        max_timestamp=ENTRIES[-1][0])
+    return raw_v2_batch(
+        payload,
+        len(ENTRIES),
+        attributes=codec,
+        last_offset_delta=len(ENTRIES) - 1,
+        base_timestamp=first,
+        max_timestamp=ENTRIES[-1][0],
+    )
 
 
 def assert_entries(batch, codec_name):
     assert batch["error"] is None
     assert batch["crc_valid"] is True
     assert batch["compression"] == codec_name
-    assert [(r["timestamp"], r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]])
-            for r in batch["records"]] == [tuple(e) for e in ENTRIES]
+    assert [
+        (r["timestamp"], r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]]) for r in batch["records"]
+    ] == [tuple(e) for e in ENTRIES]
     assert [r["offset"] for r in batch["records"]] == list(range(len(ENTRIES)))
 
 
@@ -59,8 +74,7 @@ def test_snappy_raw_framing():
 def test_gzip_multiple_members():
     records = inner_records()
     third = len(records) // 3
-    payload = b"".join(gzip.compress(records[i:j])
-                       for i, j in ((0, third), (third, 2 * third), (2 * third, None)))
+    payload = b"".join(gzip.compress(records[i:j]) for i, j in ((0, third), (third, 2 * third), (2 * third, None)))
     [batch] = decode_records(compressed_batch(GZIP, payload))
     assert_entries(batch, "gzip")
 
@@ -76,8 +90,7 @@ def test_zstd_stream_without_content_size_and_several_frames():
     assert_entries(batch, "zstd")
 
 
-@pytest.mark.parametrize("data", [b"", b"a", b"abcd", b"0123456789abcde", bytes(range(16)),
-                                  bytes(range(100))])
+@pytest.mark.parametrize("data", [b"", b"a", b"abcd", b"0123456789abcde", bytes(range(16)), bytes(range(100))])
 def test_xxh32_matches_lz4_frame_header_checksums(data):
     # Known xxh32 vectors, then the checksum the lz4 library wrote into real frames.
     assert xxh32(b"") == 0x02CC5D05
@@ -113,14 +126,21 @@ def test_lz4_magic0_message_from_kafka_python_old_checksum(monkeypatch):
 
     assert batch["error"] is None
     assert batch["compression"] == "lz4"
-    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == \
-        [(o, k, v) for o, _, k, v, _ in oracle_records(buf)]
+    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [
+        (o, k, v) for o, _, k, v, _ in oracle_records(buf)
+    ]
     assert [r["key"] for r in batch["records"]] == [b"k%d" % i for i in range(5)]
 
 
-@pytest.mark.parametrize("options", [dict(block_linked=True), dict(block_checksum=True),
-                                     dict(content_checksum=True, store_size=True),
-                                     dict(block_size=lz4.frame.BLOCKSIZE_MAX4MB)])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(block_linked=True),
+        dict(block_checksum=True),
+        dict(content_checksum=True, store_size=True),
+        dict(block_size=lz4.frame.BLOCKSIZE_MAX4MB),
+    ],
+)
 def test_lz4_frame_options(options):
     payload = lz4.frame.compress(inner_records(), **options)
     [batch] = decode_records(compressed_batch(LZ4, payload))
@@ -130,10 +150,8 @@ def test_lz4_frame_options(options):
 def test_lz4_linked_blocks_spanning_several_blocks():
     entries = [(1, None, bytes([i % 7]) * 5000 + b"%d" % i, []) for i in range(40)]
     records = build_v2(entries)[61:]
-    payload = lz4.frame.compress(records, block_linked=True,
-                                 block_size=lz4.frame.BLOCKSIZE_MAX64KB)
-    [batch] = decode_records(raw_v2_batch(payload, len(entries), attributes=LZ4,
-                                          last_offset_delta=len(entries) - 1))
+    payload = lz4.frame.compress(records, block_linked=True, block_size=lz4.frame.BLOCKSIZE_MAX64KB)
+    [batch] = decode_records(raw_v2_batch(payload, len(entries), attributes=LZ4, last_offset_delta=len(entries) - 1))
     assert batch["error"] is None
     assert [r["value"] for r in batch["records"]] == [e[2] for e in entries]
 
@@ -176,8 +194,7 @@ def test_decompression_bomb_above_cap_is_an_error_without_inflating(codec):
     buf = raw_v2_batch(bomb(codec), 1, attributes=codec)
     assert len(buf) < BOMB_SIZE // 20
 
-    [batch], peak = peak_allocation(
-        lambda: decode_records(buf, max_decompressed_bytes=CAP))
+    [batch], peak = peak_allocation(lambda: decode_records(buf, max_decompressed_bytes=CAP))
 
     assert batch["error"] is not None and "exceeds" in batch["error"]
     assert batch["records"] == []
@@ -187,13 +204,15 @@ def test_decompression_bomb_above_cap_is_an_error_without_inflating(codec):
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
 def test_output_just_under_the_cap_is_fine(codec):
     records = inner_records()
-    payload = {GZIP: gzip.compress, SNAPPY: lambda d: bytes(cramjam.snappy.compress_raw(d)),
-               LZ4: lz4.frame.compress, ZSTD: zstandard.ZstdCompressor().compress}[codec](records)
-    [batch] = decode_records(compressed_batch(codec, payload),
-                             max_decompressed_bytes=len(records))
+    payload = {
+        GZIP: gzip.compress,
+        SNAPPY: lambda d: bytes(cramjam.snappy.compress_raw(d)),
+        LZ4: lz4.frame.compress,
+        ZSTD: zstandard.ZstdCompressor().compress,
+    }[codec](records)
+    [batch] = decode_records(compressed_batch(codec, payload), max_decompressed_bytes=len(records))
     assert batch["error"] is None
-    [batch] = decode_records(compressed_batch(codec, payload),
-                             max_decompressed_bytes=len(records) - 1)
+    [batch] = decode_records(compressed_batch(codec, payload), max_decompressed_bytes=len(records) - 1)
     assert "exceeds" in batch["error"]
 
 
@@ -208,8 +227,12 @@ def test_legacy_wrapper_bomb_is_an_error():
 @settings(max_examples=60, deadline=None)
 @given(junk=st.binary(max_size=200))
 def test_corrupt_compressed_payload_is_an_error_never_an_exception(codec, junk):
-    good = {GZIP: gzip.compress, SNAPPY: snappy_encode, LZ4: lz4.frame.compress,
-            ZSTD: zstandard.ZstdCompressor().compress}[codec](b"x" * 300)
+    good = {
+        GZIP: gzip.compress,
+        SNAPPY: snappy_encode,
+        LZ4: lz4.frame.compress,
+        ZSTD: zstandard.ZstdCompressor().compress,
+    }[codec](b"x" * 300)
     for payload in (junk, good[: len(good) // 2], good[:8] + junk):
         [batch] = decode_records(raw_v2_batch(payload, 3, attributes=codec))
         assert batch["error"] is not None
@@ -241,25 +264,27 @@ def test_none_codec_on_kafka_python_incompressible_batch():
 # Item 8 of issue 11: cramjam's block decoder, given no output length, takes a block whose first
 # bytes read as a small little-endian size for a size-prefixed one. Blocks of all-zero content
 # compress to exactly such bytes (1f 00 01 00: one literal zero, then a match at offset 1).
-LARGE_BLOCK_SIZES = [lz4.frame.BLOCKSIZE_MAX256KB, lz4.frame.BLOCKSIZE_MAX1MB,
-                     lz4.frame.BLOCKSIZE_MAX4MB]
+LARGE_BLOCK_SIZES = [lz4.frame.BLOCKSIZE_MAX256KB, lz4.frame.BLOCKSIZE_MAX1MB, lz4.frame.BLOCKSIZE_MAX4MB]
 
 
 @pytest.mark.parametrize("block_size", LARGE_BLOCK_SIZES)
 @pytest.mark.parametrize("block_linked", [False, True])
-@pytest.mark.parametrize("value", [bytes(1 << 20), bytes(4 << 20), b"\x00" * 9 + b"ab" * (1 << 19)],
-                         ids=["zeros-1MiB", "zeros-4MiB", "zero-led-1MiB"])
+@pytest.mark.parametrize(
+    "value",
+    [bytes(1 << 20), bytes(4 << 20), b"\x00" * 9 + b"ab" * (1 << 19)],
+    ids=["zeros-1MiB", "zeros-4MiB", "zero-led-1MiB"],
+)
 @pytest.mark.parametrize("tail", [[], [(8, b"k", b"\x00" * 40, [])]], ids=["one-record", "two-records"])
 def test_lz4_large_blocks_whose_content_begins_with_zero_bytes(block_size, block_linked, value, tail):
     # With one record the last block holds the value's last zeros and the empty header count.
     entries = [(7, None, value, [])] + tail
     records = build_v2(entries)[61:]
     payload = lz4.frame.compress(records, block_size=block_size, block_linked=block_linked)
-    [batch] = decode_records(raw_v2_batch(payload, len(entries), attributes=LZ4,
-                                          last_offset_delta=len(entries) - 1))
+    [batch] = decode_records(raw_v2_batch(payload, len(entries), attributes=LZ4, last_offset_delta=len(entries) - 1))
     assert batch["error"] is None
-    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == \
-        [(i, e[1], e[2]) for i, e in enumerate(entries)]
+    assert [(r["offset"], r["key"], r["value"]) for r in batch["records"]] == [
+        (i, e[1], e[2]) for i, e in enumerate(entries)
+    ]
 
 
 @pytest.mark.parametrize("spill", [20, 30, 100])

@@ -15,9 +15,16 @@ TRANSACTIONAL = 0x10
 def marker_batch(type_id, coordinator_epoch=7, base_offset=40, producer_id=1001):
     key = struct.pack(">hh", 0, type_id)
     value = struct.pack(">hi", 0, coordinator_epoch)
-    return raw_v2_batch(raw_record(key, value), 1, base_offset=base_offset,
-                        attributes=CONTROL | TRANSACTIONAL, base_timestamp=123,
-                        max_timestamp=123, producer_id=producer_id, producer_epoch=2)
+    return raw_v2_batch(
+        raw_record(key, value),
+        1,
+        base_offset=base_offset,
+        attributes=CONTROL | TRANSACTIONAL,
+        base_timestamp=123,
+        max_timestamp=123,
+        producer_id=producer_id,
+        producer_epoch=2,
+    )
 
 
 @pytest.mark.parametrize(("type_id", "name"), [(0, "ABORT"), (1, "COMMIT")])
@@ -33,8 +40,13 @@ def test_transaction_markers(type_id, name):
     assert batch["producer_id"] == 1001
     [record] = batch["records"]
     assert record["offset"] == 40
-    assert record["control"] == {"type": type_id, "type_name": name, "version": 0,
-                                 "data": {"version": 0, "coordinator_epoch": 7}, "error": None}
+    assert record["control"] == {
+        "type": type_id,
+        "type_name": name,
+        "version": 0,
+        "data": {"version": 0, "coordinator_epoch": 7},
+        "error": None,
+    }
     # kafka-python's reader agrees on the marker type.
     [oracle] = list(next(iter(MemoryRecords(buf))))
     assert oracle.type == type_id
@@ -42,8 +54,7 @@ def test_transaction_markers(type_id, name):
 
 
 def test_markers_follow_data_batches():
-    data = raw_v2_batch(raw_record(b"k", b"v"), 1, attributes=TRANSACTIONAL,
-                        producer_id=1001, producer_epoch=2)
+    data = raw_v2_batch(raw_record(b"k", b"v"), 1, attributes=TRANSACTIONAL, producer_id=1001, producer_epoch=2)
     buf = data + marker_batch(1, base_offset=1)
     batches = decode_records(buf)
     assert [b["is_control"] for b in batches] == [False, True]
@@ -56,9 +67,10 @@ def kraft_batch(type_id, value=b"\x00\x00\x01\x02"):
     return raw_v2_batch(raw_record(key, value), 1, attributes=CONTROL)
 
 
-@pytest.mark.parametrize(("type_id", "name"), [(2, "LEADER_CHANGE"), (3, "SNAPSHOT_HEADER"),
-                                               (4, "SNAPSHOT_FOOTER"), (5, "KRAFT_VERSION"),
-                                               (6, "KRAFT_VOTERS")])
+@pytest.mark.parametrize(
+    ("type_id", "name"),
+    [(2, "LEADER_CHANGE"), (3, "SNAPSHOT_HEADER"), (4, "SNAPSHOT_FOOTER"), (5, "KRAFT_VERSION"), (6, "KRAFT_VOTERS")],
+)
 def test_kraft_control_records_go_to_the_callback(type_id, name):
     calls = []
 
@@ -69,8 +81,13 @@ def test_kraft_control_records_go_to_the_callback(type_id, name):
     [plain] = decode_records(kraft_batch(type_id))
     [decoded] = decode_records(kraft_batch(type_id), decode_control=decode_control)
 
-    assert plain["records"][0]["control"] == {"type": type_id, "type_name": name, "version": 0,
-                                              "data": None, "error": None}
+    assert plain["records"][0]["control"] == {
+        "type": type_id,
+        "type_name": name,
+        "version": 0,
+        "data": None,
+        "error": None,
+    }
     assert decoded["records"][0]["control"]["data"] == {"decoded": type_id}
     assert calls == [(type_id, b"\x00\x00\x01\x02")]
 
@@ -87,13 +104,16 @@ def test_callback_failure_becomes_a_control_error():
     assert batch["error"] is None
 
 
-@pytest.mark.parametrize(("key", "value", "message"), [
-    (b"\x00", b"", "key shorter"),
-    (None, b"", "key shorter"),
-    (struct.pack(">hh", 0, 1), b"\x00\x00", "marker value shorter"),
-    (struct.pack(">hh", 0, 1), None, "marker value shorter"),
-    (struct.pack(">hh", 0, 99), b"", "unknown control record type 99"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (b"\x00", b"", "key shorter"),
+        (None, b"", "key shorter"),
+        (struct.pack(">hh", 0, 1), b"\x00\x00", "marker value shorter"),
+        (struct.pack(">hh", 0, 1), None, "marker value shorter"),
+        (struct.pack(">hh", 0, 99), b"", "unknown control record type 99"),
+    ],
+)
 def test_malformed_control_records(key, value, message):
     [batch] = decode_records(raw_v2_batch(raw_record(key, value), 1, attributes=CONTROL))
     control = batch["records"][0]["control"]
@@ -130,7 +150,12 @@ def test_control_data_is_read_with_the_definitions_of_the_message_around_it(tmp_
 
     mine = Decoder(SpecRegistry.from_path(path)).parse_message("Holder", 0, holder)
     assert mine["records"][0]["records"][0]["control"]["data"] == {
-        "version": 0, "leader": 3, "voters": [], "granting_voters": []}
-    [bundled] = decode_records(batch, decode_control=lambda t, v: decoder_for().parse_message(
-        "LeaderChangeMessage", 0, v))
+        "version": 0,
+        "leader": 3,
+        "voters": [],
+        "granting_voters": [],
+    }
+    [bundled] = decode_records(
+        batch, decode_control=lambda t, v: decoder_for().parse_message("LeaderChangeMessage", 0, v)
+    )
     assert bundled["records"][0]["control"]["data"]["leader_id"] == 3

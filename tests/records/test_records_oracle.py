@@ -6,12 +6,10 @@ from hypothesis import strategies as st
 
 from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
-from records_builders import (GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, install_xxhash_shim,
-                              oracle_records, our_records)
+from records_builders import GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, install_xxhash_shim, oracle_records, our_records
 
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
-COMBINATIONS = [(magic, codec) for magic in (0, 1, 2) for codec in CODEC_NAMES
-                if not (codec == ZSTD and magic < 2)]
+COMBINATIONS = [(magic, codec) for magic in (0, 1, 2) for codec in CODEC_NAMES if not (codec == ZSTD and magic < 2)]
 
 payloads = st.one_of(
     st.none(),
@@ -21,8 +19,7 @@ payloads = st.one_of(
     # Repetitive values compress well, so the codec path (not the fallback) is taken.
     st.binary(min_size=1, max_size=8).map(lambda b: b * 700),
 )
-headers = st.lists(st.tuples(st.text(max_size=12), st.one_of(st.none(), st.binary(max_size=24))),
-                   max_size=3)
+headers = st.lists(st.tuples(st.text(max_size=12), st.one_of(st.none(), st.binary(max_size=24))), max_size=3)
 timestamps = st.integers(min_value=0, max_value=2**41)
 entries = st.lists(st.tuples(timestamps, payloads, payloads, headers), min_size=1, max_size=12)
 
@@ -49,8 +46,7 @@ def test_matches_kafka_python(magic, codec, entries, base_offset):
     assert our_records(batches) == oracle_records(buf)
     expected_values = [(key, value) for _, key, value, _ in entries]
     assert [(r[2], r[3]) for r in our_records(batches)] == expected_values
-    assert [r[0] for r in our_records(batches)] == list(range(base_offset,
-                                                              base_offset + len(entries)))
+    assert [r[0] for r in our_records(batches)] == list(range(base_offset, base_offset + len(entries)))
     for batch in batches:
         assert tuple(batch) == BATCH_KEYS
         assert batch["error"] is None
@@ -91,6 +87,7 @@ def test_magic1_log_append_time_wrapper_timestamp_applies_to_inner_records():
     # Set the LogAppendTime bit and the wrapper timestamp as a broker would, then fix CRC.
     import struct
     import zlib
+
     buf[17] |= 0x08
     struct.pack_into(">q", buf, 18, 5555)
     struct.pack_into(">I", buf, 12, zlib.crc32(bytes(buf[16:])))
@@ -105,6 +102,7 @@ def test_magic1_log_append_time_wrapper_timestamp_applies_to_inner_records():
 
 def test_v2_log_append_time_uses_max_timestamp():
     from records_builders import build_v2, patch_v2
+
     buf = build_v2([(100, b"a", b"b", []), (150, b"c", b"d", [])])
     buf = patch_v2(buf, attributes=0x08, max_timestamp=9999)
 
@@ -124,8 +122,9 @@ def test_memoryview_and_bytearray_inputs_decode_alike():
 
 
 def test_producer_fields_and_transactional_flag():
-    buf = build_set(2, NONE, [(5, b"k", b"v", [])], transactional=True, producer_id=77,
-                    producer_epoch=3, base_sequence=12)
+    buf = build_set(
+        2, NONE, [(5, b"k", b"v", [])], transactional=True, producer_id=77, producer_epoch=3, base_sequence=12
+    )
 
     [batch] = decode_records(buf)
 

@@ -9,22 +9,35 @@ from hypothesis import strategies as st
 
 from kafka_protocol_source.records import RecordsError, decode_records
 from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
-from records_builders import (GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, legacy_message,
-                              patch_v2, raw_record, raw_v2_batch, varint)
+from records_builders import (
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    build_set,
+    legacy_message,
+    patch_v2,
+    raw_record,
+    raw_v2_batch,
+    varint,
+)
 
 MAX_INT32 = 2**31 - 1
 
 
 def mixed_set():
     """Several batches of every format, as a Fetch response could hold them."""
-    return b"".join([
-        build_set(2, NONE, [(10, b"a", b"1" * 30, [("h", b"x")]), (11, None, b"2", [])]),
-        build_set(2, GZIP, [(12, b"b", b"3" * 300, [])]),
-        legacy_message(1, 5, b"k", b"v", timestamp=99),
-        legacy_message(0, 6, None, b"w"),
-        build_set(1, SNAPPY, [(13, b"c", b"4" * 300, None)]),
-        build_set(2, ZSTD, [(14, b"d", b"5" * 300, [])]),
-    ])
+    return b"".join(
+        [
+            build_set(2, NONE, [(10, b"a", b"1" * 30, [("h", b"x")]), (11, None, b"2", [])]),
+            build_set(2, GZIP, [(12, b"b", b"3" * 300, [])]),
+            legacy_message(1, 5, b"k", b"v", timestamp=99),
+            legacy_message(0, 6, None, b"w"),
+            build_set(1, SNAPPY, [(13, b"c", b"4" * 300, None)]),
+            build_set(2, ZSTD, [(14, b"d", b"5" * 300, [])]),
+        ]
+    )
 
 
 def check_shapes(batches):
@@ -55,7 +68,7 @@ def assert_cut_is_reported(full_batches, data, cut):
         if cut - (ends[whole - 1] if whole else 0) >= 8:
             assert partial["base_offset"] == full_batches[whole]["base_offset"]
         # Whatever records a partial uncompressed batch yields are true prefixes.
-        assert partial["records"] == full_batches[whole]["records"][:len(partial["records"])]
+        assert partial["records"] == full_batches[whole]["records"][: len(partial["records"])]
 
 
 def test_every_cut_point_of_a_mixed_set():
@@ -66,18 +79,27 @@ def test_every_cut_point_of_a_mixed_set():
         assert_cut_is_reported(full, data, cut)
 
 
-entries = st.lists(st.tuples(st.integers(0, 2**40), st.one_of(st.none(), st.binary(max_size=40)),
-                             st.one_of(st.none(), st.binary(max_size=40)),
-                             st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=5)),
-                                      max_size=2)),
-                   min_size=1, max_size=5)
+entries = st.lists(
+    st.tuples(
+        st.integers(0, 2**40),
+        st.one_of(st.none(), st.binary(max_size=40)),
+        st.one_of(st.none(), st.binary(max_size=40)),
+        st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=5)), max_size=2),
+    ),
+    min_size=1,
+    max_size=5,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sets=st.lists(st.tuples(st.sampled_from([(0, NONE), (1, NONE), (1, GZIP), (2, NONE),
-                                                 (2, LZ4), (2, ZSTD)]), entries),
-                     min_size=1, max_size=3),
-       data=st.data())
+@given(
+    sets=st.lists(
+        st.tuples(st.sampled_from([(0, NONE), (1, NONE), (1, GZIP), (2, NONE), (2, LZ4), (2, ZSTD)]), entries),
+        min_size=1,
+        max_size=3,
+    ),
+    data=st.data(),
+)
 def test_any_cut_of_any_set_is_truncated_not_raised(sets, data):
     buf = b"".join(build_set(magic, codec, es) for (magic, codec), es in sets)
     full = decode_records(buf)
@@ -129,8 +151,7 @@ def test_absurd_record_count():
 
 @pytest.mark.parametrize("field", ["key", "header_count"])
 def test_absurd_lengths_inside_a_record(field):
-    record = raw_record(b"k", b"v", headers=[(b"h", b"x")],
-                        **{"key_length" if field == "key" else field: MAX_INT32})
+    record = raw_record(b"k", b"v", headers=[(b"h", b"x")], **{"key_length" if field == "key" else field: MAX_INT32})
     buf = raw_v2_batch(record, 1)
     [batch] = small_peak(lambda: decode_records(buf))
     assert batch["crc_valid"] is True
@@ -183,8 +204,7 @@ def test_unknown_magic_is_skipped_by_its_length():
 
 
 def test_record_count_lower_than_records_present():
-    buf = patch_v2(build_set(2, NONE, [(1, b"a", b"1", []), (1, b"b", b"2", [])]),
-                   records_count=1)
+    buf = patch_v2(build_set(2, NONE, [(1, b"a", b"1", []), (1, b"b", b"2", [])]), records_count=1)
     [batch] = decode_records(buf)
     assert batch["crc_valid"] is True
     assert "declares 1, found 2" in batch["error"]
@@ -200,8 +220,8 @@ def test_record_length_not_matching_content():
 
 def test_inner_legacy_message_compressed_twice_is_an_error():
     import gzip
-    inner = legacy_message(1, 0, None, gzip.compress(legacy_message(1, 0, b"k", b"v")),
-                           attributes=GZIP)
+
+    inner = legacy_message(1, 0, None, gzip.compress(legacy_message(1, 0, b"k", b"v")), attributes=GZIP)
     [batch] = decode_records(legacy_message(1, 0, None, gzip.compress(inner), attributes=GZIP))
     assert "compressed again" in batch["error"]
 
@@ -221,9 +241,7 @@ def test_garbage_never_raises(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1,
-                      max_size=4),
-       data=st.data())
+@given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=4), data=st.data())
 def test_corrupted_valid_sets_never_raise(flips, data):
     base = data.draw(st.sampled_from(MUTATION_BASES), label="base")
     buf = bytearray(base)
@@ -234,7 +252,6 @@ def test_corrupted_valid_sets_never_raise(flips, data):
 
 
 MUTATION_BASES = [mixed_set()] + [
-    build_set(magic, codec, [(5, b"key", b"value" * 20, [("h", b"v")] if magic == 2 else None),
-                             (6, None, None, [])])
+    build_set(magic, codec, [(5, b"key", b"value" * 20, [("h", b"v")] if magic == 2 else None), (6, None, None, [])])
     for magic, codec in [(0, GZIP), (1, SNAPPY), (2, GZIP), (2, SNAPPY), (2, LZ4), (2, ZSTD)]
 ]

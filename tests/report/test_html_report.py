@@ -28,8 +28,10 @@ from .reading import read_report
 
 # A librdkafka mock session (malformed ApiVersions answers, UNSUPPORTED_VERSION, records both ways) and a
 # Tansu session that refused every Produce with UNKNOWN_PRODUCER_ID: errors that decoded fine on the wire.
-CAPTURES = [SAMPLES / "mock_confluent_kafka_all_codecs_any_sll2.pcap",
-            SAMPLES / "tansu_kafka_python_legacy_magic1_rejected.pcap"]
+CAPTURES = [
+    SAMPLES / "mock_confluent_kafka_all_codecs_any_sll2.pcap",
+    SAMPLES / "tansu_kafka_python_legacy_magic1_rejected.pcap",
+]
 TABLES = ("outcomes", "errors", "per_api", "per_client", "top_connections", "topics", "files")
 ARTIFACTS = ROOT / "test-artifacts"
 TOP = 5  # below the number of clients and connections of the two captures, so the limit shows
@@ -39,9 +41,25 @@ TOP = 5  # below the number of clients and connections of the two captures, so t
 def report_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("report") / "report.html"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run([sys.executable, "-m", "kafka_protocol_source.report", *map(str, CAPTURES),
-                             "--html", str(path), "--top", str(TOP), "--master", "local[2]"],
-                            check=False, capture_output=True, text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_protocol_source.report",
+            *map(str, CAPTURES),
+            "--html",
+            str(path),
+            "--top",
+            str(TOP),
+            "--master",
+            "local[2]",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"wrote {path}" in result.stderr
     return path
@@ -126,10 +144,25 @@ def test_refused_and_malformed_exchanges_count_as_not_ok(expected):
 
 def test_an_empty_capture_renders_without_tables_or_plots():
     results = {name: [] for name in QUERIES}
-    results["summary"] = [{"files": 0, "connections": 0, "client_ids": 0, "exchanges": 0, "fine": 0, "not_fine": 0,
-                           "first_us": None, "last_us": None, "span_s": None, "request_bytes": None,
-                           "response_bytes": None, "produced_records": 0, "fetched_records": 0,
-                           "produced_bytes": None, "fetched_bytes": None}]
+    results["summary"] = [
+        {
+            "files": 0,
+            "connections": 0,
+            "client_ids": 0,
+            "exchanges": 0,
+            "fine": 0,
+            "not_fine": 0,
+            "first_us": None,
+            "last_us": None,
+            "span_s": None,
+            "request_bytes": None,
+            "response_bytes": None,
+            "produced_records": 0,
+            "fetched_records": 0,
+            "produced_bytes": None,
+            "fetched_bytes": None,
+        }
+    ]
     page = read_report(render_html(ReportData(params={"top": 10, "bucket_us": 1000}, results=results)))
     assert page.cards["exchanges"] == 0
     assert set(TABLES) <= page.empty_tables
@@ -137,13 +170,26 @@ def test_an_empty_capture_renders_without_tables_or_plots():
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _chromium(profile: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          check=False, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)")
@@ -152,8 +198,9 @@ def test_the_report_renders_in_headless_chromium(report_path, page, tmp_path):
     dom = _chromium(tmp_path / "profile-dom", "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = read_report(dom.stdout)
-    assert {name: len(rows) for name, rows in rendered.tables.items()} == \
-           {name: len(rows) for name, rows in page.tables.items()}
+    assert {name: len(rows) for name, rows in rendered.tables.items()} == {
+        name: len(rows) for name, rows in page.tables.items()
+    }
     assert all(rendered.tables[name] for name in ("per_api", "per_client", "top_connections", "topics"))
     charts = {"timeline-rate", "timeline-latency", "timeline-records", "topic-bytes"}
     assert charts <= set(rendered.marks)
@@ -169,5 +216,5 @@ def test_the_report_renders_in_headless_chromium(report_path, page, tmp_path):
 
     image = pytest.importorskip("PIL.Image").open(screenshot).convert("RGB")
     colours = {rgb: n for n, rgb in image.getcolors(maxcolors=1 << 24)}
-    drawn = {c: colours.get(tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)), 0) for c in PALETTE[:4]}
+    drawn = {c: colours.get(tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)), 0) for c in PALETTE[:4]}
     assert all(n > 500 for n in drawn.values()), drawn  # each plot colour covers a visible area

@@ -48,11 +48,19 @@ def samples() -> tuple[Sample, ...]:
         dump_dir = SAMPLES / f"tcpflow_{path.name.split('.')[0]}"
         if dump_dir.is_dir():
             # tcpflow names a file SRC-DST; the requests file is the one going to the broker port.
-            client_file = next(f for f in sorted(dump_dir.iterdir())
-                               if _tcpflow_port(f.name.split("-")[1]) == port)
+            client_file = next(f for f in sorted(dump_dir.iterdir()) if _tcpflow_port(f.name.split("-")[1]) == port)
             client_port = _tcpflow_port(client_file.name.split("-")[0])
-            found.append(Sample(dump_dir.name, client_file, port, manifest, path,
-                                f"kafka && tcp.port == {client_port}", codecs=("none",)))
+            found.append(
+                Sample(
+                    dump_dir.name,
+                    client_file,
+                    port,
+                    manifest,
+                    path,
+                    f"kafka && tcp.port == {client_port}",
+                    codecs=("none",),
+                )
+            )
     return tuple(sorted(found, key=lambda s: s.name))
 
 
@@ -105,8 +113,21 @@ def _address(layers: dict, side: str) -> str:
 def tshark_pdus(name: str) -> tuple[Pdu, ...]:
     """tshark's Kafka PDUs of one sample (one tshark run per capture file and filter per session)."""
     s = sample(name)
-    cmd = [TSHARK, "-r", str(s.tshark_file), "-n", "-d", f"tcp.port=={s.broker_port},kafka", "-Y", s.tshark_filter,
-           "-T", "json", "--no-duplicate-keys", "-j", "frame ip ipv6 tcp kafka _ws.malformed"]
+    cmd = [
+        TSHARK,
+        "-r",
+        str(s.tshark_file),
+        "-n",
+        "-d",
+        f"tcp.port=={s.broker_port},kafka",
+        "-Y",
+        s.tshark_filter,
+        "-T",
+        "json",
+        "--no-duplicate-keys",
+        "-j",
+        "frame ip ipv6 tcp kafka _ws.malformed",
+    ]
     packets = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     pdus = []
     for packet in packets:
@@ -116,15 +137,22 @@ def tshark_pdus(name: str) -> tuple[Pdu, ...]:
         for k in kafka:  # one packet can complete several PDUs
             is_request = "kafka.request_key" in k
             client_id = k.get("kafka.client_id")
-            pdus.append(Pdu(
-                frame=int(layers["frame"]["frame.number"]), stream=int(layers["tcp"]["tcp.stream"]),
-                src=_address(layers, "src"), dst=_address(layers, "dst"), length=_int(k, "kafka.len"),
-                is_request=is_request,
-                api_key=_int(k, "kafka.request_key" if is_request else "kafka.response_key"),
-                api_version=_int(k, "kafka.request.version" if is_request else "kafka.response.version"),
-                correlation_id=_int(k, "kafka.correlation_id"),
-                client_id=client_id[0] if isinstance(client_id, list) else client_id,
-                request_frame=_int(k, "kafka.request_frame"), malformed=malformed))
+            pdus.append(
+                Pdu(
+                    frame=int(layers["frame"]["frame.number"]),
+                    stream=int(layers["tcp"]["tcp.stream"]),
+                    src=_address(layers, "src"),
+                    dst=_address(layers, "dst"),
+                    length=_int(k, "kafka.len"),
+                    is_request=is_request,
+                    api_key=_int(k, "kafka.request_key" if is_request else "kafka.response_key"),
+                    api_version=_int(k, "kafka.request.version" if is_request else "kafka.response.version"),
+                    correlation_id=_int(k, "kafka.correlation_id"),
+                    client_id=client_id[0] if isinstance(client_id, list) else client_id,
+                    request_frame=_int(k, "kafka.request_frame"),
+                    malformed=malformed,
+                )
+            )
     return tuple(pdus)
 
 

@@ -56,9 +56,14 @@ def test_frame_counts_match_tshark(name):
 
 def _explained(e, broker: str, last_on_connection: bool) -> str | None:
     """Why a non-ok exchange is expected in these sessions, or None if it is not."""
-    if (e.status == MALFORMED and broker == "mock" and e.response is not None and e.request is not None
-            and "bytes left after the response body" in (e.error or "")
-            and ((e.api_name == "ApiVersions" and e.api_version >= 3) or (e.api_name == "Metadata" and e.api_version == 13))):
+    if (
+        e.status == MALFORMED
+        and broker == "mock"
+        and e.response is not None
+        and e.request is not None
+        and "bytes left after the response body" in (e.error or "")
+        and ((e.api_name == "ApiVersions" and e.api_version >= 3) or (e.api_name == "Metadata" and e.api_version == 13))
+    ):
         # librdkafka's mock cluster appends bytes the spec does not account for; the body is kept.
         return "mock cluster: extra bytes after an ApiVersions v3+ / Metadata v13 response"
     if e.status == UNANSWERED and e.api_name == "Fetch" and last_on_connection and e.response is None:

@@ -85,7 +85,9 @@ def test_ipv6_kafka_on_an_unconfigured_port_is_found_by_content(tmp_path):
 
 def test_sll2_kafka(tmp_path):
     c = two_metadata_exchanges(Conversation())
-    out = read(tmp_path, pb.pcap(packets(c.segments, lambda ip, v6: pb.sll2(ip, 0x86DD if v6 else 0x0800)), linktype=276))
+    out = read(
+        tmp_path, pb.pcap(packets(c.segments, lambda ip, v6: pb.sll2(ip, 0x86DD if v6 else 0x0800)), linktype=276)
+    )
     assert_two_ok(out)
 
 
@@ -226,7 +228,9 @@ def test_a_reused_four_tuple_is_two_connections_with_their_own_correlation_ids(t
     out = read(tmp_path, pb.pcap(packets(segments)))
     by_conn = {}
     for e in out:
-        by_conn.setdefault(e.connection_id, []).append((e.status, e.correlation_id, e.response and e.response["topics"][0]["name"]))
+        by_conn.setdefault(e.connection_id, []).append(
+            (e.status, e.correlation_id, e.response and e.response["topics"][0]["name"])
+        )
     assert by_conn == {
         "10.0.0.1:50000->10.0.0.2:9092#0": [("ok", 1, "a"), ("unanswered", 2, None)],
         "10.0.0.1:50000->10.0.0.2:9092#1": [("ok", 1, "b"), ("ok", 2, "b")],

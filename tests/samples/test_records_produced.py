@@ -102,8 +102,9 @@ def fetched(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fetched_records_are_accepted_produced_records(name):
-    accepted = {(r["topic"], r["partition"], r["offset"]): manifest_record(r)
-                for r in produced(name) if r["error"] is None}
+    accepted = {
+        (r["topic"], r["partition"], r["offset"]): manifest_record(r) for r in produced(name) if r["error"] is None
+    }
     seen = {}
     for offset, record in fetched(name):
         key = (record[0], record[1], offset)

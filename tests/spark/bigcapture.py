@@ -23,7 +23,7 @@ def replicate(source: Path, target: Path, copies: int | None = None, size_bytes:
     packets, pos = [], 24
     while pos + 16 <= len(data):
         sec, usec, incl, orig = _RECORD.unpack_from(data, pos)
-        packets.append((sec * 10**6 + usec, bytes(data[pos + 16:pos + 16 + incl])))
+        packets.append((sec * 10**6 + usec, bytes(data[pos + 16 : pos + 16 + incl])))
         pos += 16 + incl
     start, span = packets[0][0], packets[-1][0] - packets[0][0] + 1000
     n = 0
@@ -47,9 +47,9 @@ def with_client(frame: bytes, broker_port: int, client_ip: bytes) -> bytes:
     f = bytearray(frame)
     if len(f) >= 38 and f[12:14] == b"\x08\x00" and f[23] == 6:
         tcp = 14 + (f[14] & 0xF) * 4
-        to_broker = int.from_bytes(f[tcp + 2:tcp + 4], "big") == broker_port
+        to_broker = int.from_bytes(f[tcp + 2 : tcp + 4], "big") == broker_port
         client = 26 if to_broker else 30  # IPv4 source address towards the broker, destination back
-        f[client:client + 4] = client_ip
+        f[client : client + 4] = client_ip
     return bytes(f)
 
 
@@ -58,10 +58,10 @@ def _broker_port(data: bytes) -> int:
     pos = 24
     while pos + 16 <= len(data):
         incl = _RECORD.unpack_from(data, pos)[2]
-        f = data[pos + 16:pos + 16 + incl]
+        f = data[pos + 16 : pos + 16 + incl]
         if len(f) >= 54 and f[12:14] == b"\x08\x00" and f[23] == 6:
             tcp = 14 + (f[14] & 0xF) * 4
             if f[tcp + 13] & 0x12 == 0x02:  # SYN without ACK
-                return int.from_bytes(f[tcp + 2:tcp + 4], "big")
+                return int.from_bytes(f[tcp + 2 : tcp + 4], "big")
         pos += 16 + incl
     raise ValueError("no SYN in the capture")

@@ -25,16 +25,24 @@ from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 from .expected import MOCK_CONFLUENT, TANSU_CONFLUENT, TANSU_REJECTED, exchanges
 
 KRAMMAR = DEFAULT_SPECS / "kafka.krammar"
-SQL = ("SELECT (SELECT count(*) FROM traffic WHERE api_name = 'Produce') AS produce_requests, "
-       "(SELECT count(*) FROM records WHERE direction = 'produce') AS produced_records")
+SQL = (
+    "SELECT (SELECT count(*) FROM traffic WHERE api_name = 'Produce') AS produce_requests, "
+    "(SELECT count(*) FROM records WHERE direction = 'produce') AS produced_records"
+)
 SPARK_LOG = re.compile(r"WARN|log4j|\[Stage|Traceback|INFO")
 
 
 def run(*args, stdin: str | None = None, spark: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     master = ["--master", "local[1]"] if spark else []
-    return subprocess.run([sys.executable, "-m", "kafka_protocol_source.cli", *args, *master], input=stdin,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_protocol_source.cli", *args, *master],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,21 +58,45 @@ def commands(out_dir):
     return {
         "report": run("report", str(TANSU_CONFLUENT), str(TANSU_REJECTED)),
         # decoded with the krammar rendering of the specs: the same answers prove --specs reached the reader
-        "sql": run("sql", str(TANSU_CONFLUENT), SQL,
-                   "SELECT api_name, correlation_id, error_codes, error_names, outcome, request FROM exchanges",
-                   "SELECT * FROM records", "SELECT * FROM exchanges",
-                   "SELECT api_name, correlation_id FROM exchanges ORDER BY api_name, correlation_id",
-                   "--specs", str(KRAMMAR), "--max-rows", "5",
-                   "--output", "-", "--output", str(out_dir / "exchanges.csv"),
-                   "--output", str(out_dir / "records.json"), "--output", str(out_dir / "exchanges.parquet"),
-                   "--output", "-"),
-        "shell": run("shell", str(TANSU_REJECTED), "--format", "json", stdin="\n".join([
-            "SELECT api_nam FROM exchanges",
-            "-- a comment, then a query over the old view name",
-            "SELECT outcome, count(*) AS n FROM traffic GROUP BY outcome ORDER BY outcome;",
-            "quit",
-            "SELECT 'not run after quit' AS x",
-        ]) + "\n"),
+        "sql": run(
+            "sql",
+            str(TANSU_CONFLUENT),
+            SQL,
+            "SELECT api_name, correlation_id, error_codes, error_names, outcome, request FROM exchanges",
+            "SELECT * FROM records",
+            "SELECT * FROM exchanges",
+            "SELECT api_name, correlation_id FROM exchanges ORDER BY api_name, correlation_id",
+            "--specs",
+            str(KRAMMAR),
+            "--max-rows",
+            "5",
+            "--output",
+            "-",
+            "--output",
+            str(out_dir / "exchanges.csv"),
+            "--output",
+            str(out_dir / "records.json"),
+            "--output",
+            str(out_dir / "exchanges.parquet"),
+            "--output",
+            "-",
+        ),
+        "shell": run(
+            "shell",
+            str(TANSU_REJECTED),
+            "--format",
+            "json",
+            stdin="\n".join(
+                [
+                    "SELECT api_nam FROM exchanges",
+                    "-- a comment, then a query over the old view name",
+                    "SELECT outcome, count(*) AS n FROM traffic GROUP BY outcome ORDER BY outcome;",
+                    "quit",
+                    "SELECT 'not run after quit' AS x",
+                ]
+            )
+            + "\n",
+        ),
         "failfast": run("sql", str(MOCK_CONFLUENT), "SELECT count(*) FROM exchanges", "--option", "mode=FAILFAST"),
         "not_kafka": run("report", str(not_a_capture)),
         "verbose": run("sql", str(TANSU_REJECTED), "SELECT count(*) AS n FROM records", "--verbose"),
@@ -98,10 +130,15 @@ def test_report_prints_every_section(commands):
 def test_report_counts_error_responses_as_not_ok(commands):
     """The rejected capture's Produce requests were all answered 59 UNKNOWN_PRODUCER_ID; a consumer's
     first JoinGroup is answered 79 MEMBER_ID_REQUIRED (KIP-394)."""
-    refused = [e for e in exchanges(TANSU_REJECTED) if e.api_name == "Produce"
-               and {p["error_code"] for r in e.response["responses"] for p in r["partition_responses"]} == {59}]
-    asked_for_id = [e for e in exchanges(TANSU_CONFLUENT) if e.api_name == "JoinGroup"
-                    and e.response["error_code"] == 79]
+    refused = [
+        e
+        for e in exchanges(TANSU_REJECTED)
+        if e.api_name == "Produce"
+        and {p["error_code"] for r in e.response["responses"] for p in r["partition_responses"]} == {59}
+    ]
+    asked_for_id = [
+        e for e in exchanges(TANSU_CONFLUENT) if e.api_name == "JoinGroup" and e.response["error_code"] == 79
+    ]
     assert len(refused) == 4 and len(asked_for_id) == 1
     out = commands["report"].stdout
     per_api = out.split("== Requests per API ==")[1].split("==")[0]
@@ -129,8 +166,12 @@ def test_sql_runs_several_queries_into_every_format(commands, out_dir, spark):
         rows = list(csv.DictReader(f))
     assert len(rows) == n
     join = [r for r in rows if r["api_name"] == "JoinGroup" and r["error_codes"] != "[]"]
-    assert join and all(json.loads(r["error_names"]) == ["MEMBER_ID_REQUIRED"] and json.loads(r["error_codes"]) == [79]
-                        and r["outcome"] == "error_response" for r in join)
+    assert join and all(
+        json.loads(r["error_names"]) == ["MEMBER_ID_REQUIRED"]
+        and json.loads(r["error_codes"]) == [79]
+        and r["outcome"] == "error_response"
+        for r in join
+    )
     produce = next(r for r in rows if r["api_name"] == "Produce")
     assert json.loads(produce["request"])["topic_data"][0]["name"] == "kw.confluent_kafka"
 
@@ -150,8 +191,10 @@ def test_shell_reads_piped_queries_and_goes_on_after_an_error(commands):
     assert error.startswith("kafka-wire: [UNRESOLVED_COLUMN.WITH_SUGGESTION]") and "Did you mean" in error
     assert "`api_name`" in error and "\n" not in error
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    expected = Counter("error_response" if e.status == "ok" and e.api_name == "Produce" else e.status
-                       for e in exchanges(TANSU_REJECTED))
+    expected = Counter(
+        "error_response" if e.status == "ok" and e.api_name == "Produce" else e.status
+        for e in exchanges(TANSU_REJECTED)
+    )
     assert rows == [{"outcome": k, "n": v} for k, v in sorted(expected.items())]
 
 
@@ -159,8 +202,11 @@ def test_failfast_is_one_line_and_exit_code_1(commands):
     result = commands["failfast"]
     assert result.returncode == 1
     assert result.stdout == ""
-    assert re.fullmatch(r"kafka-wire: \[MALFORMED_RECORD_IN_PARSING\] kafka-wire \(mode FAILFAST\): \S+"
-                        r"mock_confluent_kafka_all_codecs_any_sll2.pcap: packet \d+, .*\n", result.stderr)
+    assert re.fullmatch(
+        r"kafka-wire: \[MALFORMED_RECORD_IN_PARSING\] kafka-wire \(mode FAILFAST\): \S+"
+        r"mock_confluent_kafka_all_codecs_any_sll2.pcap: packet \d+, .*\n",
+        result.stderr,
+    )
 
 
 def test_verbose_gives_spark_its_log_back(commands):
@@ -174,20 +220,36 @@ def test_a_file_that_is_not_a_capture_exits_3(commands, out_dir):
     result = commands["not_kafka"]
     assert result.returncode == 3
     assert result.stdout == ""
-    assert result.stderr.startswith(f"kafka-wire: no Kafka traffic in {out_dir / 'notes.pcap'} (1 row, e.g. "
-                                    "capture_error: not a pcap, pcapng or Kafka stream dump")
+    assert result.stderr.startswith(
+        f"kafka-wire: no Kafka traffic in {out_dir / 'notes.pcap'} (1 row, e.g. "
+        "capture_error: not a pcap, pcapng or Kafka stream dump"
+    )
 
 
 # -- mistakes found before Spark starts: no JVM -----------------------------------------------
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["report", str(TANSU_CONFLUENT), "--option", "mdoe=FAILFAST"], "kafka-wire: unknown option 'mdoe': did you mean 'mode'?"),
-    (["sql", str(TANSU_CONFLUENT), "SELECT 1", "--prots", "9092"],
-     "kafka-wire: unrecognized arguments: --prots 9092 (did you mean --ports?) (see kafka-wire --help)"),
-    (["sql", "no/such/capture.pcap", "SELECT 1"], "kafka-wire: [PATH_NOT_FOUND] Path does not exist: no/such/capture.pcap"),
-    (["sql", str(TANSU_CONFLUENT), "SELECT 1", "--output", "a.csv", "--format", "json"],
-     "kafka-wire: --output a.csv is written as csv, not as --format json"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["report", str(TANSU_CONFLUENT), "--option", "mdoe=FAILFAST"],
+            "kafka-wire: unknown option 'mdoe': did you mean 'mode'?",
+        ),
+        (
+            ["sql", str(TANSU_CONFLUENT), "SELECT 1", "--prots", "9092"],
+            "kafka-wire: unrecognized arguments: --prots 9092 (did you mean --ports?) (see kafka-wire --help)",
+        ),
+        (
+            ["sql", "no/such/capture.pcap", "SELECT 1"],
+            "kafka-wire: [PATH_NOT_FOUND] Path does not exist: no/such/capture.pcap",
+        ),
+        (
+            ["sql", str(TANSU_CONFLUENT), "SELECT 1", "--output", "a.csv", "--format", "json"],
+            "kafka-wire: --output a.csv is written as csv, not as --format json",
+        ),
+    ],
+)
 def test_usage_mistakes_are_one_line_and_exit_code_2(args, message):
     result = run(*args, spark=False)
     assert (result.returncode, result.stdout, result.stderr) == (2, "", message + "\n")
@@ -201,8 +263,13 @@ def test_version():
 def test_without_java_one_clear_line_and_exit_code_2(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = str(tmp_path)  # an empty folder: no java on the PATH (Python is started by full path)
-    result = subprocess.run([sys.executable, "-m", "kafka_protocol_source.cli", "report", str(TANSU_CONFLUENT)],
-                            capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_protocol_source.cli", "report", str(TANSU_CONFLUENT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -213,8 +280,14 @@ def test_without_java_one_clear_line_and_exit_code_2(tmp_path):
 def test_a_bad_specs_file_is_one_line_naming_line_and_column(tmp_path):
     bad = tmp_path / "bad.krammar"
     bad.write_text("FooRequest => key 0, max version 1\n  Field: int33\n\nFooResponse =>\n  X: int8\n")
-    result = subprocess.run([sys.executable, "-m", "kafka_protocol_source.cli", "report", str(TANSU_CONFLUENT),
-                             "--specs", str(bad)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_protocol_source.cli", "report", str(TANSU_CONFLUENT), "--specs", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
-    assert result.stderr.strip() == f"kafka-wire: --specs: {bad}:2:10: unknown type 'int33' " \
-                                    "(named structs must be defined before they are used)"
+    assert (
+        result.stderr.strip() == f"kafka-wire: --specs: {bad}:2:10: unknown type 'int33' "
+        "(named structs must be defined before they are used)"
+    )

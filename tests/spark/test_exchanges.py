@@ -17,8 +17,13 @@ def test_counts_per_api_key_equal_read_capture(spark):
     counts = Counter()
     for name in capture_names():
         counts.update((str(SAMPLES / name), e.api_key) for e in exchanges(SAMPLES / name))
-    schema = StructType([StructField("capture_file", StringType()), StructField("api_key", ShortType()),
-                         StructField("exchanges", LongType())])
+    schema = StructType(
+        [
+            StructField("capture_file", StringType()),
+            StructField("api_key", ShortType()),
+            StructField("exchanges", LongType()),
+        ]
+    )
     expected = spark.createDataFrame([(f, k, n) for (f, k), n in counts.items()], schema)
     assert len(counts) > 50
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
@@ -26,38 +31,57 @@ def test_counts_per_api_key_equal_read_capture(spark):
 
 def test_sql_temporary_view_group_by(spark):
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW traffic USING `kafka-wire` OPTIONS (path '{TANSU_CONFLUENT}')")
-    actual = spark.sql("SELECT api_name, status, count(*) AS n, max(api_version) AS v FROM traffic "
-                       "GROUP BY api_name, status")
+    actual = spark.sql(
+        "SELECT api_name, status, count(*) AS n, max(api_version) AS v FROM traffic GROUP BY api_name, status"
+    )
     counts = Counter((e.api_name, e.status) for e in exchanges(TANSU_CONFLUENT))
     versions = {}
     for e in exchanges(TANSU_CONFLUENT):
         versions[e.api_name, e.status] = max(versions.get((e.api_name, e.status), -1), e.api_version)
-    expected = spark.createDataFrame([(a, s, n, versions[a, s]) for (a, s), n in counts.items()],
-                                     "api_name string, status string, n long, v short")
+    expected = spark.createDataFrame(
+        [(a, s, n, versions[a, s]) for (a, s), n in counts.items()], "api_name string, status string, n long, v short"
+    )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
     spark.catalog.dropTempView("traffic")
 
 
 def test_variant_paths(spark):
     df = spark.read.format("kafka-wire").load(str(TANSU_CONFLUENT)).where("api_name = 'Metadata'")
-    actual = df.selectExpr("connection_id", "correlation_id", "request:topics[0].name::string AS first_topic",
-                           "variant_get(response, '$.throttle_time_ms', 'int') AS throttle_time_ms",
-                           "variant_get(response, '$.brokers[0].port', 'int') AS broker_port")
+    actual = df.selectExpr(
+        "connection_id",
+        "correlation_id",
+        "request:topics[0].name::string AS first_topic",
+        "variant_get(response, '$.throttle_time_ms', 'int') AS throttle_time_ms",
+        "variant_get(response, '$.brokers[0].port', 'int') AS broker_port",
+    )
     expected = spark.createDataFrame(
-        [(e.connection_id, e.correlation_id, (e.request["topics"] or [{}])[0].get("name"),
-          e.response["throttle_time_ms"], e.response["brokers"][0]["port"])
-         for e in exchanges(TANSU_CONFLUENT) if e.api_name == "Metadata"],
-        "connection_id string, correlation_id int, first_topic string, throttle_time_ms int, broker_port int")
+        [
+            (
+                e.connection_id,
+                e.correlation_id,
+                (e.request["topics"] or [{}])[0].get("name"),
+                e.response["throttle_time_ms"],
+                e.response["brokers"][0]["port"],
+            )
+            for e in exchanges(TANSU_CONFLUENT)
+            if e.api_name == "Metadata"
+        ],
+        "connection_id string, correlation_id int, first_topic string, throttle_time_ms int, broker_port int",
+    )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
     assert any(r.first_topic for r in actual.collect())  # the path reaches real values, not only nulls
 
 
 def test_user_schema_with_a_subset_of_columns(spark):
-    df = (spark.read.format("kafka-wire").schema("status string, api_name string, correlation_id int, latency_ms double")
-          .load(str(TANSU_CONFLUENT)))
+    df = (
+        spark.read.format("kafka-wire")
+        .schema("status string, api_name string, correlation_id int, latency_ms double")
+        .load(str(TANSU_CONFLUENT))
+    )
     assert df.columns == ["status", "api_name", "correlation_id", "latency_ms"]
     expected = spark.createDataFrame(
-        [(e.status, e.api_name, e.correlation_id, e.latency_ms) for e in exchanges(TANSU_CONFLUENT)], df.schema)
+        [(e.status, e.api_name, e.correlation_id, e.latency_ms) for e in exchanges(TANSU_CONFLUENT)], df.schema
+    )
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
 
 
@@ -67,8 +91,12 @@ def test_error_responses_are_named_and_not_ok(spark):
     produce = df.where("api_name = 'Produce'").select("status", "error_codes", "error_names", "outcome").collect()
     assert len(produce) == sum(e.api_name == "Produce" for e in exchanges(TANSU_REJECTED)) == 4
     for row in produce:
-        assert (row.status, row.error_codes, row.error_names, row.outcome) == \
-            ("ok", [59], ["UNKNOWN_PRODUCER_ID"], "error_response")
+        assert (row.status, row.error_codes, row.error_names, row.outcome) == (
+            "ok",
+            [59],
+            ["UNKNOWN_PRODUCER_ID"],
+            "error_response",
+        )
     others = df.where("api_name <> 'Produce' OR api_name IS NULL").select("status", "error_codes", "outcome").collect()
     assert others
     for row in others:

@@ -37,13 +37,13 @@ def corrupted(tmp_path_factory):
     kafka = tcp + (data[tcp + 12] >> 4) * 4  # size, api key, version, correlation id, client id
     client_id_length = struct.unpack_from(">h", data, kafka + 12)[0]
     body = kafka + 14 + client_id_length
-    data[body:body + 8] = b"\xff" * 8
+    data[body : body + 8] = b"\xff" * 8
     size = struct.unpack_from(">i", data, kafka)[0]
     assert kafka + 4 + size <= frame_at + packets[victim.request_packet][1]  # the request is in this one packet
-    corrupted_payload = bytes(data[kafka + 4:kafka + 4 + size])
+    corrupted_payload = bytes(data[kafka + 4 : kafka + 4 + size])
     cut_at, length = packets[-30]
     path = tmp_path_factory.mktemp("corrupt") / "corrupted.pcap"
-    path.write_bytes(bytes(data[:cut_at + length // 2]))
+    path.write_bytes(bytes(data[: cut_at + length // 2]))
     return path, victim, corrupted_payload
 
 
@@ -59,11 +59,26 @@ def test_the_corruption_gives_one_malformed_frame_and_a_cut_file(corrupted):
 
 def test_permissive_keeps_bad_frames_as_rows_with_their_bytes(spark, corrupted):
     path, victim, payload = corrupted
-    df = (spark.read.format("kafka-wire").option("columnNameOfCorruptRecord", "_corrupt_record").load(str(path))
-          .select("connection_id", "correlation_id", "api_name", "status", "error", "_corrupt_record"))
+    df = (
+        spark.read.format("kafka-wire")
+        .option("columnNameOfCorruptRecord", "_corrupt_record")
+        .load(str(path))
+        .select("connection_id", "correlation_id", "api_name", "status", "error", "_corrupt_record")
+    )
     expected = spark.createDataFrame(
-        [(e.connection_id, e.correlation_id, e.api_name, e.status, e.error,
-          e.raw_request if e.raw_request is not None else e.raw_response) for e in exchanges(path)], df.schema)
+        [
+            (
+                e.connection_id,
+                e.correlation_id,
+                e.api_name,
+                e.status,
+                e.error,
+                e.raw_request if e.raw_request is not None else e.raw_response,
+            )
+            for e in exchanges(path)
+        ],
+        df.schema,
+    )
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
     bad = {r.status: r for r in df.where("status <> 'ok'").collect()}
     assert bad["malformed"].correlation_id == victim.correlation_id
@@ -76,18 +91,28 @@ def test_permissive_is_the_default_and_the_schema_can_ask_for_the_corrupt_column
     path, _, _ = corrupted
     default = spark.read.format("kafka-wire").load(str(path))
     assert "_corrupt_record" not in default.columns
-    user = (spark.read.format("kafka-wire").schema("status string, error string, _corrupt_record binary")
-            .load(str(path)).where("status = 'malformed'").collect())
+    user = (
+        spark.read.format("kafka-wire")
+        .schema("status string, error string, _corrupt_record binary")
+        .load(str(path))
+        .where("status = 'malformed'")
+        .collect()
+    )
     assert len(user) == 1 and b"\xff" * 8 in user[0]._corrupt_record
     assert Counter(r.status for r in rows(default)) == Counter(e.status for e in exchanges(path))
 
 
 def test_dropmalformed_drops_bad_frames_and_keeps_the_good_ones(spark, corrupted):
     path, _, _ = corrupted
-    got = Counter((r.api_name, r.correlation_id, r.status) for r in
-                  rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path))))
-    want = Counter((e.api_name, e.correlation_id, e.status) for e in exchanges(path)
-                   if e.status not in ("malformed", "gap", "capture_error"))
+    got = Counter(
+        (r.api_name, r.correlation_id, r.status)
+        for r in rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path)))
+    )
+    want = Counter(
+        (e.api_name, e.correlation_id, e.status)
+        for e in exchanges(path)
+        if e.status not in ("malformed", "gap", "capture_error")
+    )
     assert got == want
     assert {s for _, _, s in got} == {"ok", "unanswered"}
 
@@ -135,6 +160,7 @@ def test_broken_capture_files_are_rows_in_permissive_dropped_or_named_in_failfas
 # whose pcapng section header claims an impossible length, and the sample gzipped with its
 # deflate stream turned invalid a little past its middle.
 
+
 def _broken_section_header() -> bytes:
     data = bytearray(TANSU_AIOKAFKA_PCAPNG.read_bytes())
     struct.pack_into("<I", data, 4, 13)
@@ -147,12 +173,14 @@ def _gzip_corrupt_mid_stream() -> bytes:
     raw = TANSU_CONFLUENT.read_bytes()
     frame_at, _ = _packet_offsets(raw)[150]
     deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
-    body = deflate.compress(raw[:frame_at + 20]) + deflate.flush(zlib.Z_FULL_FLUSH)
+    body = deflate.compress(raw[: frame_at + 20]) + deflate.flush(zlib.Z_FULL_FLUSH)
     return struct.pack("<BBBBIBB", 0x1F, 0x8B, 8, 0, 0, 0, 255) + body + b"\xff" * 16
 
 
-BROKEN = {"section_header": (_broken_section_header, "corrupt_file"),
-          "gzip_mid_stream": (_gzip_corrupt_mid_stream, "corrupt_file")}
+BROKEN = {
+    "section_header": (_broken_section_header, "corrupt_file"),
+    "gzip_mid_stream": (_gzip_corrupt_mid_stream, "corrupt_file"),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(BROKEN))
@@ -175,18 +203,24 @@ def test_a_broken_capture_reads_to_a_capture_error_after_what_came_before(broken
 def test_permissive_gives_a_broken_capture_its_capture_error_row(spark, broken):
     path, _ = broken
     df = spark.read.format("kafka-wire").load(str(path)).select("api_name", "correlation_id", "status", "error")
-    expected = spark.createDataFrame([(e.api_name, e.correlation_id, e.status, e.error) for e in exchanges(path)],
-                                     df.schema)
+    expected = spark.createDataFrame(
+        [(e.api_name, e.correlation_id, e.status, e.error) for e in exchanges(path)], df.schema
+    )
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
     assert Counter(r.status for r in df.collect())["capture_error"] == 1
 
 
 def test_dropmalformed_drops_the_capture_error_of_a_broken_capture(spark, broken):
     path, _ = broken
-    got = Counter((r.api_name, r.correlation_id, r.status) for r in
-                  rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path))))
-    assert got == Counter((e.api_name, e.correlation_id, e.status) for e in exchanges(path)
-                          if e.status not in ("malformed", "gap", "capture_error"))
+    got = Counter(
+        (r.api_name, r.correlation_id, r.status)
+        for r in rows(spark.read.format("kafka-wire").option("mode", "DROPMALFORMED").load(str(path)))
+    )
+    assert got == Counter(
+        (e.api_name, e.correlation_id, e.status)
+        for e in exchanges(path)
+        if e.status not in ("malformed", "gap", "capture_error")
+    )
 
 
 def test_failfast_stops_at_a_broken_capture_with_the_failfast_message(spark, broken):

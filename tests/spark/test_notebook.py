@@ -30,9 +30,13 @@ def test_quickstart_notebook_runs(samples, tmp_path):
     assert Path(spec_dir).name == NATIVE_KERNEL_NAME
     nb = nbformat.read(NOTEBOOK, as_version=4)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "KAFKA_WIRE_SAMPLES": str(samples)}
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name=NATIVE_KERNEL_NAME,
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-                                     kernel_manager_class=_manager_class(manager, env))
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name=NATIVE_KERNEL_NAME,
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        kernel_manager_class=_manager_class(manager, env),
+    )
     client.execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]

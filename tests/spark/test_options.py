@@ -33,6 +33,11 @@ def test_bad_options_fail_with_a_clear_message(spark, options, message):
 
 
 def test_option_keys_are_case_insensitive_and_ports_are_taken(spark):
-    df = (spark.read.format("kafka-wire").option("API", "apiversions").option("PORTS", "33325")
-          .option("detectkafka", "false").load(str(TANSU_CONFLUENT)))
+    df = (
+        spark.read.format("kafka-wire")
+        .option("API", "apiversions")
+        .option("PORTS", "33325")
+        .option("detectkafka", "false")
+        .load(str(TANSU_CONFLUENT))
+    )
     assert df.count() == 15

@@ -14,8 +14,10 @@ from .expected import MOCK_AIOKAFKA, SAMPLES, TANSU_AIOKAFKA_PCAPNG, TANSU_CONFL
 
 def loaded(df) -> Counter:
     """(file name, connection, correlation id, status) of every row: what was read, from where."""
-    return Counter((r.capture_file.rsplit("/", 1)[1], r.connection_id, r.correlation_id, r.status)
-                   for r in df.select("capture_file", "connection_id", "correlation_id", "status").collect())
+    return Counter(
+        (r.capture_file.rsplit("/", 1)[1], r.connection_id, r.correlation_id, r.status)
+        for r in df.select("capture_file", "connection_id", "correlation_id", "status").collect()
+    )
 
 
 def expected(*paths, name=None) -> Counter:
@@ -77,8 +79,12 @@ def test_mixed_pcap_pcapng_gzip_and_stream_dump_in_one_load(spark, tmp_path):
     df = read(spark, [str(MOCK_AIOKAFKA), str(TANSU_AIOKAFKA_PCAPNG), str(gz), str(TCPFLOW_DIR)])
     # tcpflow names files SRC-DST; the pair is read once, through the requests file (to broker port 33325)
     client_file = next(p for p in TCPFLOW_DIR.iterdir() if p.name.endswith(".33325"))
-    want = (expected(MOCK_AIOKAFKA) + expected(TANSU_AIOKAFKA_PCAPNG) + expected(TANSU_CONFLUENT, name=gz.name)
-            + expected(client_file))
+    want = (
+        expected(MOCK_AIOKAFKA)
+        + expected(TANSU_AIOKAFKA_PCAPNG)
+        + expected(TANSU_CONFLUENT, name=gz.name)
+        + expected(client_file)
+    )
     assert loaded(df) == want
     assert sum(want.values()) == 59 + 51 + 69 + 4
 

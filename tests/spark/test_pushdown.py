@@ -33,8 +33,9 @@ QUERIES = {  # SQL condition -> the same condition on an Exchange
     "api_key = 3 or status <> 'ok'": lambda e: e.api_key == 3 or e.status != "ok",
     f"request_time >= {_ts(LOW)} and request_time < {_ts(HIGH)}": lambda e: LOW <= e.request_time < HIGH,
     f"request_time > {_ts(LOW)} and api_key = 3": lambda e: e.request_time > LOW and e.api_key == 3,
-    f"request_time <= {_ts(HIGH + timedelta(microseconds=1))} and api_name = 'Metadata'":
-        lambda e: e.request_time <= HIGH and e.api_name == "Metadata",
+    f"request_time <= {_ts(HIGH + timedelta(microseconds=1))} and api_name = 'Metadata'": lambda e: (
+        e.request_time <= HIGH and e.api_name == "Metadata"
+    ),
 }
 
 
@@ -90,6 +91,11 @@ def test_reused_dataframe_pushdown_stale_read_info(spark, pushdown):
 
 
 def test_pushed_api_filter_still_decodes_the_kept_bodies(spark, pushdown):
-    rows = (spark.read.format("kafka-wire").load(str(TANSU_CONFLUENT)).where("api_key = 0")
-            .selectExpr("request:topic_data[0].name::string AS topic").collect())
+    rows = (
+        spark.read.format("kafka-wire")
+        .load(str(TANSU_CONFLUENT))
+        .where("api_key = 0")
+        .selectExpr("request:topic_data[0].name::string AS topic")
+        .collect()
+    )
     assert [r.topic for r in rows] == ["kw.confluent_kafka"] * 5

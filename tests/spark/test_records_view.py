@@ -15,12 +15,31 @@ from chispa import assert_df_equality
 
 from .expected import SAMPLES, capture_names, manifest
 
-COLUMNS = ["capture_file", "direction", "topic", "partition", "compression", "offset", "key", "value", "headers",
-           "timestamp", "timestampType", "request_time"]
+COLUMNS = [
+    "capture_file",
+    "direction",
+    "topic",
+    "partition",
+    "compression",
+    "offset",
+    "key",
+    "value",
+    "headers",
+    "timestamp",
+    "timestampType",
+    "request_time",
+]
 # Spark's own Kafka source (KafkaRecordToRowConverter, with includeHeaders): names and types, in order
-SPARK_KAFKA_COLUMNS = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
-                       ("offset", "bigint"), ("timestamp", "timestamp"), ("timestampType", "int"),
-                       ("headers", "array<struct<key:string,value:binary>>")]
+SPARK_KAFKA_COLUMNS = [
+    ("key", "binary"),
+    ("value", "binary"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("timestamp", "timestamp"),
+    ("timestampType", "int"),
+    ("headers", "array<struct<key:string,value:binary>>"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +61,14 @@ def _bytes(v):
 
 
 def _record(r) -> tuple:
-    return (r.topic, r.partition, r.compression, _bytes(r.key), _bytes(r.value),
-            tuple((h.key, _bytes(h.value)) for h in r.headers))
+    return (
+        r.topic,
+        r.partition,
+        r.compression,
+        _bytes(r.key),
+        _bytes(r.value),
+        tuple((h.key, _bytes(h.value)) for h in r.headers),
+    )
 
 
 def _manifest_record(m) -> tuple:
@@ -51,7 +76,7 @@ def _manifest_record(m) -> tuple:
 
 
 def test_columns_are_those_of_sparks_kafka_source(records_df):
-    leading = [(f.name, f.dataType.simpleString()) for f in records_df.schema.fields[:len(SPARK_KAFKA_COLUMNS)]]
+    leading = [(f.name, f.dataType.simpleString()) for f in records_df.schema.fields[: len(SPARK_KAFKA_COLUMNS)]]
     assert leading == SPARK_KAFKA_COLUMNS
 
 
@@ -65,24 +90,40 @@ def test_produced_records_equal_the_manifest(records, capture):
 
 @pytest.mark.parametrize("capture", capture_names())
 def test_fetched_records_are_the_accepted_produced_ones(records, capture):
-    accepted = {(m["topic"], m["partition"], m["offset"]): m for m in manifest(capture)["records"] if m["error"] is None}
+    accepted = {
+        (m["topic"], m["partition"], m["offset"]): m for m in manifest(capture)["records"] if m["error"] is None
+    }
     fetched = [r for r in records[capture] if r.direction == "fetch"]
     for r in fetched:
         m = accepted[r.topic, r.partition, r.offset]
-        assert (_bytes(r.key), _bytes(r.value), tuple((h.key, _bytes(h.value)) for h in r.headers)) == \
-            (m["key"], m["value"], tuple(m["headers"]))
+        assert (_bytes(r.key), _bytes(r.value), tuple((h.key, _bytes(h.value)) for h in r.headers)) == (
+            m["key"],
+            m["value"],
+            tuple(m["headers"]),
+        )
     if "rejected" not in capture:  # every session but that one has a consumer reading everything
         assert {(r.topic, r.partition, r.offset) for r in fetched} == set(accepted)
 
 
 def test_produced_records_as_a_dataframe(spark, records_df):
     """The same comparison through chispa, for the whole folder at once (all codecs, magic 0, 1, 2)."""
-    actual = (records_df.where("direction = 'produce'")
-              .selectExpr("element_at(split(capture_file, '/'), -1) AS capture", "topic", "partition",
-                          "compression", "key", "value", "headers"))
+    actual = records_df.where("direction = 'produce'").selectExpr(
+        "element_at(split(capture_file, '/'), -1) AS capture",
+        "topic",
+        "partition",
+        "compression",
+        "key",
+        "value",
+        "headers",
+    )
     expected = spark.createDataFrame(
-        [(c, *_manifest_record(m)[:5], [{"key": k, "value": v} for k, v in m["headers"]])
-         for c in capture_names() for m in manifest(c)["records"]], actual.schema)
+        [
+            (c, *_manifest_record(m)[:5], [{"key": k, "value": v} for k, v in m["headers"]])
+            for c in capture_names()
+            for m in manifest(c)["records"]
+        ],
+        actual.schema,
+    )
     assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
 
 

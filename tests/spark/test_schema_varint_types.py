@@ -1,8 +1,17 @@
 """Spark types for the record-level kinds krammar spells (varint, varlong, varint-string,
 varint-bytes, varint-count arrays, length-field-minus bytes), and decoded values fitting them."""
 
-from pyspark.sql.types import (ArrayType, BinaryType, ByteType, IntegerType, LongType, ShortType, StringType,
-                               StructField, StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    ByteType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from kafka_protocol_source.codec.decoder import Decoder
 from kafka_protocol_source.spark.arrow import BatchBuilder
@@ -17,12 +26,17 @@ HEADER = StructType([StructField("key", StringType()), StructField("value", Bina
 
 
 def test_record_types():
-    assert typed_body_type(REGISTRY, "Record", [0]) == StructType([
-        StructField("length", IntegerType()), StructField("attributes", ByteType()),
-        StructField("timestamp_delta", LongType()), StructField("offset_delta", IntegerType()),
-        StructField("key", BinaryType()), StructField("value", BinaryType()),
-        StructField("headers", ArrayType(HEADER)),
-    ])
+    assert typed_body_type(REGISTRY, "Record", [0]) == StructType(
+        [
+            StructField("length", IntegerType()),
+            StructField("attributes", ByteType()),
+            StructField("timestamp_delta", LongType()),
+            StructField("offset_delta", IntegerType()),
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+            StructField("headers", ArrayType(HEADER)),
+        ]
+    )
 
 
 def test_record_batch_records_are_binary():

@@ -17,8 +17,16 @@ from .expected import MOCK_AIOKAFKA, TANSU_CONFLUENT
 
 KRAMMAR = str(DEFAULT_SPECS / "kafka.krammar")
 # VARIANT columns cannot be compared or sorted: compare their JSON text
-COLUMNS = ("connection_id", "api_name", "api_version", "correlation_id", "status", "error",
-           "to_json(request) AS request", "to_json(response) AS response")
+COLUMNS = (
+    "connection_id",
+    "api_name",
+    "api_version",
+    "correlation_id",
+    "status",
+    "error",
+    "to_json(request) AS request",
+    "to_json(response) AS response",
+)
 
 
 def read(spark, path, **options):
@@ -50,8 +58,9 @@ def test_a_broken_krammar_file_fails_at_load_naming_line_and_column(spark, tmp_p
 
 def test_a_krammar_file_without_headers_is_refused(spark, tmp_path):
     only_api = tmp_path / "api.krammar"
-    only_api.write_text("ApiVersionsRequest => key 18, max version 0\n  X: int8\n\nApiVersionsResponse =>\n"
-                        "  ErrorCode: int16\n")
+    only_api.write_text(
+        "ApiVersionsRequest => key 18, max version 0\n  X: int8\n\nApiVersionsResponse =>\n  ErrorCode: int16\n"
+    )
     with pytest.raises(AnalysisException, match=r"does not define RequestHeader or ResponseHeader"):
         read(spark, TANSU_CONFLUENT, specs=str(only_api))
 
@@ -70,8 +79,16 @@ def find_coordinator_only(tmp_path_factory) -> str:
 
 
 def test_partial_definitions_pair_every_exchange_and_type_only_what_they_define(spark, find_coordinator_only):
-    pairing = ("connection_id", "correlation_id", "api_key", "api_version", "client_id", "request_size",
-               "response_size", "latency_ms")
+    pairing = (
+        "connection_id",
+        "correlation_id",
+        "api_key",
+        "api_version",
+        "client_id",
+        "request_size",
+        "response_size",
+        "latency_ms",
+    )
     full = read(spark, TANSU_CONFLUENT)
     partial = read(spark, TANSU_CONFLUENT, specs=find_coordinator_only)
     assert_df_equality(partial.select(*pairing), full.select(*pairing), ignore_row_order=True)

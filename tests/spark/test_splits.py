@@ -12,8 +12,19 @@ from kafka_protocol_source import read_capture
 from .bigcapture import replicate
 from .expected import TANSU_CONFLUENT
 
-COLUMNS = ["capture_file", "connection_id", "correlation_id", "api_name", "api_version", "status", "latency_ms",
-           "request_size", "response_size", "to_json(request) AS request", "to_json(response) AS response"]
+COLUMNS = [
+    "capture_file",
+    "connection_id",
+    "correlation_id",
+    "api_name",
+    "api_version",
+    "status",
+    "latency_ms",
+    "request_size",
+    "response_size",
+    "to_json(request) AS request",
+    "to_json(response) AS response",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +48,12 @@ def test_split_capture_gives_the_same_rows_as_one_partition(spark, big_capture):
 def test_split_records_view_equals_one_partition(spark, big_capture):
     cols = ["connection_id", "direction", "topic", "offset", "key", "value", "compression"]
     whole = spark.read.format("kafka-wire").option("view", "records").load(str(big_capture)).select(*cols)
-    split = (spark.read.format("kafka-wire").option("view", "records").option("splitSize", "20000")
-             .load(str(big_capture)).select(*cols))
+    split = (
+        spark.read.format("kafka-wire")
+        .option("view", "records")
+        .option("splitSize", "20000")
+        .load(str(big_capture))
+        .select(*cols)
+    )
     assert_df_equality(split, whole, ignore_row_order=True)
     assert whole.where("direction = 'produce'").count() == 4 * 30

@@ -48,8 +48,13 @@ def typed_rows(spark, path, api, **options):
 
 
 CASES = [  # (api, capture): versions differ between the two clients
-    ("Produce", TANSU_CONFLUENT), ("Produce", MOCK_AIOKAFKA), ("Fetch", TANSU_CONFLUENT), ("Fetch", MOCK_AIOKAFKA),
-    ("Metadata", TANSU_CONFLUENT), ("JoinGroup", MOCK_AIOKAFKA), ("ApiVersions", TANSU_CONFLUENT),
+    ("Produce", TANSU_CONFLUENT),
+    ("Produce", MOCK_AIOKAFKA),
+    ("Fetch", TANSU_CONFLUENT),
+    ("Fetch", MOCK_AIOKAFKA),
+    ("Metadata", TANSU_CONFLUENT),
+    ("JoinGroup", MOCK_AIOKAFKA),
+    ("ApiVersions", TANSU_CONFLUENT),
     ("ApiVersions", MOCK_AIOKAFKA),
 ]
 
@@ -74,8 +79,11 @@ def test_typed_values_equal_decoded_dicts(spark, api, path):
 
 
 def _records(batches):
-    return [(bytes(r.key) if r.key is not None else None, bytes(r.value) if r.value is not None else None)
-            for b in batches or [] for r in b.records]
+    return [
+        (bytes(r.key) if r.key is not None else None, bytes(r.value) if r.value is not None else None)
+        for b in batches or []
+        for r in b.records
+    ]
 
 
 class _Obj:
@@ -98,6 +106,7 @@ def _wrap(fn):
         if hasattr(x, "__fields__"):
             return fn(x.request, x.response)
         return fn(_Obj(x.request), _Obj(x.response))
+
     call.__doc__ = fn.__doc__
     return call
 
@@ -204,8 +213,11 @@ def test_api_version_returns_only_rows_of_that_version(spark):
     assert versions == {0, 3}
     df = spark.read.format("kafka-wire").option("api", "ApiVersions").option("apiVersion", 3).load(str(MOCK_CONFLUENT))
     rows = df.select("connection_id", "correlation_id", "api_version", "request", "response").collect()
-    expected = {(e.connection_id, e.correlation_id): e for e in exchanges(MOCK_CONFLUENT)
-                if e.api_name == "ApiVersions" and e.api_version == 3}
+    expected = {
+        (e.connection_id, e.correlation_id): e
+        for e in exchanges(MOCK_CONFLUENT)
+        if e.api_name == "ApiVersions" and e.api_version == 3
+    }
     assert sorted((r.connection_id, r.correlation_id) for r in rows) == sorted(expected)
     for row in rows:
         assert_body_equal(row.request, expected[row.connection_id, row.correlation_id].request)

@@ -7,11 +7,19 @@ from pyspark.sql.variant_utils import VariantUtils
 
 from kafka_protocol_source.spark.variant import to_variant
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=80),
-                    st.binary(max_size=40), st.floats(allow_nan=False))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=6),
-                                                        st.dictionaries(st.text(max_size=8), inner, max_size=6)),
-                      max_leaves=40)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.text(max_size=80),
+    st.binary(max_size=40),
+    st.floats(allow_nan=False),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=8), inner, max_size=6)),
+    max_leaves=40,
+)
 
 
 @settings(max_examples=300, deadline=None)

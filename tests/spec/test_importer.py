@@ -60,8 +60,14 @@ def test_upstream_directory_loads_as_is_and_agrees_with_specs():
 
 
 def _msg(valid, fields, flexible="none"):
-    return {"apiKey": 99, "type": "request", "name": "XRequest", "validVersions": valid,
-            "flexibleVersions": flexible, "fields": fields}
+    return {
+        "apiKey": 99,
+        "type": "request",
+        "name": "XRequest",
+        "validVersions": valid,
+        "flexibleVersions": flexible,
+        "fields": fields,
+    }
 
 
 def test_merge_takes_newest_and_extends_with_dropped_versions():

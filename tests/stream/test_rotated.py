@@ -50,8 +50,9 @@ def _pieces(tmp_path, name: str, how: str, count: int) -> tuple[list, Counter]:
 
 
 def _read(spark, folder, name, **options):
-    return (spark.read.format("kafka-wire").option("ports", sample(name).broker_port).options(**options)
-            .load(str(folder)))
+    return (
+        spark.read.format("kafka-wire").option("ports", sample(name).broker_port).options(**options).load(str(folder))
+    )
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -89,9 +90,14 @@ def test_files_of_different_sessions_are_read_separately(spark, tmp_path):
 def _start(spark, folder, checkpoint, name, table, quiet=QUIET, **options):
     """A stream into a memory table, or (``table`` a path) into Parquet files, which a restart
     from the checkpoint can continue exactly once."""
-    stream = (spark.readStream.format("kafka-wire").option("ports", sample(name).broker_port)
-              .option("quietTimeout", str(quiet)).options(**options).load(str(folder))
-              .writeStream.option("checkpointLocation", str(checkpoint)))
+    stream = (
+        spark.readStream.format("kafka-wire")
+        .option("ports", sample(name).broker_port)
+        .option("quietTimeout", str(quiet))
+        .options(**options)
+        .load(str(folder))
+        .writeStream.option("checkpointLocation", str(checkpoint))
+    )
     if isinstance(table, str):
         return stream.format("memory").queryName(table)
     return stream.format("parquet").option("path", str(table))
@@ -130,15 +136,19 @@ def test_a_stream_fed_file_by_file_with_a_restart_equals_the_whole_capture(spark
 def test_available_now_with_one_file_per_trigger_equals_the_whole_capture(spark, tmp_path):
     name = SAMPLES[1]
     files, whole = _pieces(tmp_path, name, "packets", 4)
-    query = (_start(spark, files[0].parent, tmp_path / "ck", name, "available_now", maxFilesPerTrigger="1")
-             .trigger(availableNow=True).start())
+    query = (
+        _start(spark, files[0].parent, tmp_path / "ck", name, "available_now", maxFilesPerTrigger="1")
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(120)
     batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
     assert len(batches) >= len(files) - 1  # one file per micro-batch (a file may complete nothing)
     rows = spark.sql("SELECT * FROM available_now").collect()
     # availableNow stops at once: requests still open at the very end are not given up.
-    still_open = Counter(_key(e) for e in read_capture(sample(name).path, ports=[sample(name).broker_port])
-                         if e.status == "unanswered")
+    still_open = Counter(
+        _key(e) for e in read_capture(sample(name).path, ports=[sample(name).broker_port]) if e.status == "unanswered"
+    )
     assert Counter(_key(r) for r in rows) == whole - still_open
 
 

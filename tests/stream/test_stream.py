@@ -25,8 +25,15 @@ def stream_dir(tmp_path):
 def test_new_files_are_read_once_in_order_of_arrival(spark, samples, stream_dir):
     first, second = sorted(samples.glob("*.pcap"))[:2]
     _land(first, stream_dir, age_s=60)
-    query = (spark.readStream.format("kafka-wire").option("minFileAge", "5").load(str(stream_dir))
-             .writeStream.format("memory").queryName("landed").outputMode("append").start())
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("minFileAge", "5")
+        .load(str(stream_dir))
+        .writeStream.format("memory")
+        .queryName("landed")
+        .outputMode("append")
+        .start()
+    )
     try:
         query.processAllAvailable()
         counts = {r[0]: r[1] for r in spark.sql("SELECT capture_file, count(*) FROM landed GROUP BY 1").collect()}
@@ -47,8 +54,15 @@ def test_new_files_are_read_once_in_order_of_arrival(spark, samples, stream_dir)
 def test_max_files_per_trigger_bounds_a_micro_batch(spark, samples, stream_dir):
     for src in sorted(samples.glob("*.pcap"))[:3]:
         _land(src, stream_dir)
-    query = (spark.readStream.format("kafka-wire").option("maxFilesPerTrigger", "1").load(str(stream_dir))
-             .writeStream.format("memory").queryName("bounded").outputMode("append").start())
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("maxFilesPerTrigger", "1")
+        .load(str(stream_dir))
+        .writeStream.format("memory")
+        .queryName("bounded")
+        .outputMode("append")
+        .start()
+    )
     try:
         query.processAllAvailable()
         batches = [p for p in query.recentProgress if p["numInputRows"] > 0]

@@ -44,16 +44,21 @@ def two_interfaces(lag_ns: int) -> bytes:
         packets.append((ts, 0, frame, orig))
         packets.append((ts + lag_ns, 1, as_sll2(frame), orig + 6))
     packets.sort(key=lambda p: (p[0], p[1]))
-    return b.pcapng([(1, 9, None, 0), (LINUX_SLL2, 9, None, 0)],
-                    [("epb", iface, ts, frame, orig) for ts, iface, frame, orig in packets])
+    return b.pcapng(
+        [(1, 9, None, 0), (LINUX_SLL2, 9, None, 0)],
+        [("epb", iface, ts, frame, orig) for ts, iface, frame, orig in packets],
+    )
 
 
 def exchanges(path) -> Counter:
     return Counter((e.api_key, e.api_version, e.correlation_id, e.client_id, e.status) for e in read_capture(path))
 
 
-@pytest.mark.parametrize("lag_ns", [0, 5_000, 1_000_000, 500_000_000, 60 * 10**9],
-                         ids=["same_time", "5us", "1ms", "500ms", "after_everything"])
+@pytest.mark.parametrize(
+    "lag_ns",
+    [0, 5_000, 1_000_000, 500_000_000, 60 * 10**9],
+    ids=["same_time", "5us", "1ms", "500ms", "after_everything"],
+)
 def test_packets_seen_on_two_interfaces_are_read_once(tmp_path, lag_ns):
     path = tmp_path / "lo_and_any.pcapng"
     path.write_bytes(two_interfaces(lag_ns))
@@ -63,8 +68,12 @@ def test_packets_seen_on_two_interfaces_are_read_once(tmp_path, lag_ns):
 @pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap (wireshark tools) not installed")
 def test_a_mergecap_merge_of_both_link_types_is_read_once(tmp_path):
     sll2 = tmp_path / "any.pcap"
-    sll2.write_bytes(b.pcap([(ts + 2_000_000, as_sll2(frame), orig + 6) for ts, frame, orig in ethernet_records(SAMPLE)],
-                            linktype=LINUX_SLL2))
+    sll2.write_bytes(
+        b.pcap(
+            [(ts + 2_000_000, as_sll2(frame), orig + 6) for ts, frame, orig in ethernet_records(SAMPLE)],
+            linktype=LINUX_SLL2,
+        )
+    )
     merged = tmp_path / "merged.pcapng"
     subprocess.run(["mergecap", "-F", "pcapng", "-w", str(merged), str(SAMPLE), str(sll2)], check=True)
     assert exchanges(merged) == exchanges(SAMPLE)

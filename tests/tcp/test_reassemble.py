@@ -40,8 +40,15 @@ def kinds(events):
 
 
 def test_in_order_with_handshake_offsets_start_after_syn():
-    ev = run([seg(99, flags=SYN), seg(500, flags=SYN | ACK, src=S, dst=C), seg(100, b"abc", index=2), seg(103, b"de", index=3),
-              seg(501, b"resp", src=S, dst=C, index=4)])
+    ev = run(
+        [
+            seg(99, flags=SYN),
+            seg(500, flags=SYN | ACK, src=S, dst=C),
+            seg(100, b"abc", index=2),
+            seg(103, b"de", index=3),
+            seg(501, b"resp", src=S, dst=C, index=4),
+        ]
+    )
     chunks = [e for e in ev if isinstance(e, StreamChunk)]
     assert [(c.offset, c.data, c.packet_index) for c in chunks] == [(0, b"abc", 2), (3, b"de", 3), (0, b"resp", 4)]
     opened = ev[0]
@@ -50,7 +57,9 @@ def test_in_order_with_handshake_offsets_start_after_syn():
 
 
 def test_out_of_order_and_retransmission():
-    ev = run([seg(0, b"aaaa", ts=1), seg(8, b"cccc", ts=3), seg(4, b"bbbb", ts=2), seg(4, b"bbbb", ts=4), seg(0, b"aaaa")])
+    ev = run(
+        [seg(0, b"aaaa", ts=1), seg(8, b"cccc", ts=3), seg(4, b"bbbb", ts=2), seg(4, b"bbbb", ts=4), seg(0, b"aaaa")]
+    )
     chunks = [e for e in ev if isinstance(e, StreamChunk)]
     assert [(c.offset, c.data, c.timestamp_ns) for c in chunks] == [(0, b"aaaa", 1), (4, b"bbbb", 2), (8, b"cccc", 3)]
 
@@ -73,7 +82,15 @@ def test_mid_stream_start_begins_at_first_seq():
 
 def test_sequence_wraparound():
     start = 2**32 - 6
-    ev = run([seg(start - 1, flags=SYN), seg(start, b"abc"), seg(start + 6, b"ghi"), seg(start + 3, b"def"), seg(start + 9, b"j")])
+    ev = run(
+        [
+            seg(start - 1, flags=SYN),
+            seg(start, b"abc"),
+            seg(start + 6, b"ghi"),
+            seg(start + 3, b"def"),
+            seg(start + 9, b"j"),
+        ]
+    )
     assert joined(ev) == b"abcdefghij" and not any(isinstance(e, StreamGap) for e in ev)
 
 
@@ -83,17 +100,35 @@ def test_snaplen_cut_becomes_gap():
 
 
 def test_fin_close_and_reuse_of_four_tuple():
-    ev = run([seg(10, flags=SYN), seg(11, b"one"), seg(14, flags=FIN | ACK), seg(50, flags=FIN | ACK, src=S, dst=C),
-              seg(15, flags=ACK),  # last ACK after close: not a new connection
-              seg(900, flags=SYN), seg(901, b"two")])
+    ev = run(
+        [
+            seg(10, flags=SYN),
+            seg(11, b"one"),
+            seg(14, flags=FIN | ACK),
+            seg(50, flags=FIN | ACK, src=S, dst=C),
+            seg(15, flags=ACK),  # last ACK after close: not a new connection
+            seg(900, flags=SYN),
+            seg(901, b"two"),
+        ]
+    )
     assert kinds(ev) == ["open", "fin", "fin", "close", "open", "close"]
     chunks = [e for e in ev if isinstance(e, StreamChunk)]
     assert [(c.conn.instance, c.data, c.offset) for c in chunks] == [(0, b"one", 0), (1, b"two", 0)]
 
 
 def test_rst_closes_and_syn_with_new_isn_reuses():
-    ev = run([seg(10, flags=SYN), seg(11, b"x"), seg(12, flags=RST), seg(12, b"late retransmit"), seg(70, flags=SYN), seg(71, b"y"),
-              seg(5000, flags=SYN), seg(5001, b"z")])
+    ev = run(
+        [
+            seg(10, flags=SYN),
+            seg(11, b"x"),
+            seg(12, flags=RST),
+            seg(12, b"late retransmit"),
+            seg(70, flags=SYN),
+            seg(71, b"y"),
+            seg(5000, flags=SYN),
+            seg(5001, b"z"),
+        ]
+    )
     assert kinds(ev) == ["open", "reset", "close", "open", "close", "open", "close"]
     closes = [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"]
     assert closes == ["reset", "reused", "end_of_capture"]
@@ -137,7 +172,10 @@ def test_from_a_crafted_capture_both_directions():
     ev = list(reassemble(read_packets(io.BytesIO(b.pcap(frames, nanos=True)))))
     chunks = [e for e in ev if isinstance(e, StreamChunk)]
     assert [(c.direction.src_port, c.offset, c.data, c.timestamp_ns - t, c.packet_index) for c in chunks] == [
-        (40000, 0, b"hello", 3, 3), (40000, 5, b"world", 2, 2), (9092, 0, b"reply", 4, 4)]
+        (40000, 0, b"hello", 3, 3),
+        (40000, 5, b"world", 2, 2),
+        (9092, 0, b"reply", 4, 4),
+    ]
 
 
 DATA = st.binary(min_size=1, max_size=3000)
@@ -181,15 +219,20 @@ def test_dropping_a_segment_gives_exactly_one_gap(stream, rnd, draw):
     gaps = [e for e in ev if isinstance(e, StreamGap)]
     off, lost = pieces[drop]
     assert [(g.offset, g.length) for g in gaps] == [(off, len(lost))]
-    assert joined(ev) == data[:off] + data[off + len(lost):]
+    assert joined(ev) == data[:off] + data[off + len(lost) :]
 
 
 def conversation(isn_c=99, isn_s=499, ts=0):
     """A whole connection: handshake, one request and response, FIN from both sides, last ACK."""
-    return [seg(isn_c, flags=SYN, ts=ts), seg(isn_s, flags=SYN | ACK, src=S, dst=C, ts=ts + 1),
-            seg(isn_c + 1, b"request", ts=ts + 2), seg(isn_s + 1, b"response", src=S, dst=C, ts=ts + 3),
-            seg(isn_c + 8, flags=FIN | ACK, ts=ts + 4), seg(isn_s + 9, flags=FIN | ACK, src=S, dst=C, ts=ts + 5),
-            seg(isn_c + 9, flags=ACK, ts=ts + 6)]
+    return [
+        seg(isn_c, flags=SYN, ts=ts),
+        seg(isn_s, flags=SYN | ACK, src=S, dst=C, ts=ts + 1),
+        seg(isn_c + 1, b"request", ts=ts + 2),
+        seg(isn_s + 1, b"response", src=S, dst=C, ts=ts + 3),
+        seg(isn_c + 8, flags=FIN | ACK, ts=ts + 4),
+        seg(isn_s + 9, flags=FIN | ACK, src=S, dst=C, ts=ts + 5),
+        seg(isn_c + 9, flags=ACK, ts=ts + 6),
+    ]
 
 
 @given(st.integers(0, 8))
@@ -212,4 +255,8 @@ def test_a_new_connection_on_the_same_ports_after_copies_is_still_new():
     ev = run(conversation() + conversation()[:2] + conversation(isn_c=7000, isn_s=9000, ts=10))
     assert kinds(ev) == ["open", "fin", "fin", "close", "open", "fin", "fin", "close"]
     assert [(c.conn.instance, c.data) for c in ev if isinstance(c, StreamChunk)] == [
-        (0, b"request"), (0, b"response"), (1, b"request"), (1, b"response")]
+        (0, b"request"),
+        (0, b"response"),
+        (1, b"request"),
+        (1, b"response"),
+    ]

@@ -40,8 +40,11 @@ class Script:
 
 
 def handshake(s: Script, at=0.0, c=C, b=B, isn_c=1000, isn_b=5000) -> Script:
-    return (s.add(at, c, b, isn_c, 0, pb.SYN).add(at + 0.5, b, c, isn_b, isn_c + 1, pb.SYN | pb.ACK)
-             .add(at + 1.0, c, b, isn_c + 1, isn_b + 1, pb.ACK))
+    return (
+        s.add(at, c, b, isn_c, 0, pb.SYN)
+        .add(at + 0.5, b, c, isn_b, isn_c + 1, pb.SYN | pb.ACK)
+        .add(at + 1.0, c, b, isn_c + 1, isn_b + 1, pb.ACK)
+    )
 
 
 def side(stats, endpoint):
@@ -66,8 +69,11 @@ def test_a_clean_connection_counts_every_segment_and_its_handshake():
     assert (stats.first_ns, stats.last_ns) == (T0, T0 + 7 * MS)
     assert stats.ended == "fin" and stats.closed_by.src_port == C[1]
     assert stats.initiator.src_port == C[1]
-    assert all(getattr(side(stats, e), f) == 0 for e in (C, B)
-               for f in ("retransmissions", "out_of_order", "gaps", "bytes_missing"))
+    assert all(
+        getattr(side(stats, e), f) == 0
+        for e in (C, B)
+        for f in ("retransmissions", "out_of_order", "gaps", "bytes_missing")
+    )
 
 
 def timeout_retransmission() -> Script:
@@ -212,13 +218,26 @@ def assert_same_as_tshark(data: bytes, tmp_path):
             endpoint = f"{d.direction.src_ip}:{d.direction.src_port}"
             want = ref.sides.get(endpoint)
             got = (d.packets, d.payload_bytes, d.retransmissions, d.out_of_order)
-            assert got == ((want.frames, want.bytes, want.retransmissions, want.out_of_order) if want else (0, 0, 0, 0)), \
-                endpoint
+            assert got == (
+                (want.frames, want.bytes, want.retransmissions, want.out_of_order) if want else (0, 0, 0, 0)
+            ), endpoint
 
 
 @needs_tshark
-@pytest.mark.parametrize("scenario", [clean_connection, timeout_retransmission, swapped_segments, spurious_retransmission,
-                                      keep_alives, reset_by_broker, reused_four_tuple, acked_unseen_then_resent], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        clean_connection,
+        timeout_retransmission,
+        swapped_segments,
+        spurious_retransmission,
+        keep_alives,
+        reset_by_broker,
+        reused_four_tuple,
+        acked_unseen_then_resent,
+    ],
+    ids=lambda f: f.__name__,
+)
 def test_each_scenario_agrees_with_tshark(scenario, tmp_path):
     assert_same_as_tshark(scenario().pcap(), tmp_path)
 

@@ -43,12 +43,16 @@ def test_every_tcp_stream_is_one_row_with_tshark_s_packets_bytes_times_and_rtt(n
         client, broker = ref.sides[row["client_address"]], ref.sides[row["broker_address"]]
         assert (row["client_packets"], row["client_bytes"]) == (client.frames, client.bytes)
         assert (row["broker_packets"], row["broker_bytes"]) == (broker.frames, broker.bytes)
-        assert (row["client_retransmissions"], row["broker_retransmissions"]) == (client.retransmissions,
-                                                                                broker.retransmissions)
+        assert (row["client_retransmissions"], row["broker_retransmissions"]) == (
+            client.retransmissions,
+            broker.retransmissions,
+        )
         assert (row["client_out_of_order"], row["broker_out_of_order"]) == (client.out_of_order, broker.out_of_order)
         assert round(row["handshake_rtt_ms"] * 1e6) == ref.initial_rtt_ns
-        assert (micros(row["first_packet_time"]), micros(row["last_packet_time"])) == (ref.first_ns // 1000,
-                                                                                       ref.last_ns // 1000)
+        assert (micros(row["first_packet_time"]), micros(row["last_packet_time"])) == (
+            ref.first_ns // 1000,
+            ref.last_ns // 1000,
+        )
 
 
 @needs_tshark
@@ -101,8 +105,10 @@ def _error_name(exception_repr: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).upper()
 
 
-@pytest.mark.parametrize("name", ["mock_kafka_python_legacy_magic1", "mock_kafka_python_legacy_magic0",
-                                  "tansu_kafka_python_legacy_magic1_rejected"])
+@pytest.mark.parametrize(
+    "name",
+    ["mock_kafka_python_legacy_magic1", "mock_kafka_python_legacy_magic0", "tansu_kafka_python_legacy_magic1_rejected"],
+)
 def test_produce_requests_the_broker_refused_are_error_responses_on_their_producer_s_connection(name):
     refused = Counter()
     for record in sample(name).manifest["records"]:
@@ -135,14 +141,16 @@ def crafted(tmp_path):
     request, response = sized(metadata_v1_request(7)), sized(metadata_v1_response(7))
     half = len(response) // 2
     packets = [
-        _packet(0, C, B, 100, 0, pb.SYN), _packet(0.2, B, C, 900, 101, pb.SYN | pb.ACK),
+        _packet(0, C, B, 100, 0, pb.SYN),
+        _packet(0.2, B, C, 900, 101, pb.SYN | pb.ACK),
         _packet(0.4, C, B, 101, 901, pb.ACK),
         _packet(1, C, B, 101, 901, pb.ACK | pb.PSH, request),
         _packet(400, C, B, 101, 901, pb.ACK | pb.PSH, request),  # sent again after a timeout
         _packet(401, B, C, 901 + half, 101 + len(request), pb.ACK | pb.PSH, response[half:]),  # first half lost
         _packet(402, C, B, 101 + len(request), 901 + len(response), pb.ACK),
         _packet(403, B, C, 901 + len(response), 101 + len(request), pb.RST | pb.ACK),
-        _packet(500, OTHER, WEB, 7, 0, pb.SYN), _packet(500.1, WEB, OTHER, 70, 8, pb.SYN | pb.ACK),
+        _packet(500, OTHER, WEB, 7, 0, pb.SYN),
+        _packet(500.1, WEB, OTHER, 70, 8, pb.SYN | pb.ACK),
         _packet(500.2, OTHER, WEB, 8, 71, pb.ACK | pb.PSH, b"GET / HTTP/1.1\r\n\r\n"),
     ]
     path = tmp_path / "crafted.pcap"
@@ -172,7 +180,13 @@ def test_the_crafted_capture_agrees_with_tshark(tmp_path):
     for row, ref in zip(ours, tcp_facts(str(path)), strict=True):
         client, broker = ref.sides[row["client_address"]], ref.sides[row["broker_address"]]
         assert (row["client_packets"], row["client_bytes"], row["client_retransmissions"]) == (
-            client.frames, client.bytes, client.retransmissions)
+            client.frames,
+            client.bytes,
+            client.retransmissions,
+        )
         assert (row["broker_packets"], row["broker_bytes"], row["broker_retransmissions"]) == (
-            broker.frames, broker.bytes, broker.retransmissions)
+            broker.frames,
+            broker.bytes,
+            broker.retransmissions,
+        )
         assert row["broker_gaps"] == broker.lost_segments  # "previous segment not captured"

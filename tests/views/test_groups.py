@@ -34,15 +34,46 @@ def tshark_group_pdus(name: str) -> tuple[tuple, ...]:
     """(frame time ns, is request, api key, error code, generation id) of each group PDU tshark decodes."""
     s = sample(name)
     out = subprocess.run(
-        [TSHARK, "-r", str(s.path), "-n", "-d", f"tcp.port=={s.broker_port},kafka",
-         "-Y", "(kafka.request_key >= 11 && kafka.request_key <= 14) || (kafka.response_key >= 11 && kafka.response_key <= 14)", "-T", "fields",
-         "-E", "occurrence=f", "-e", "frame.time_epoch", "-e", "kafka.request_key", "-e", "kafka.response_key",
-         "-e", "kafka.error", "-e", "kafka.generation_id"], check=True, capture_output=True, text=True).stdout
+        [
+            TSHARK,
+            "-r",
+            str(s.path),
+            "-n",
+            "-d",
+            f"tcp.port=={s.broker_port},kafka",
+            "-Y",
+            "(kafka.request_key >= 11 && kafka.request_key <= 14) || (kafka.response_key >= 11 && kafka.response_key <= 14)",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "kafka.request_key",
+            "-e",
+            "kafka.response_key",
+            "-e",
+            "kafka.error",
+            "-e",
+            "kafka.generation_id",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     pdus = []
     for line in out.splitlines():
         epoch, request_key, response_key, error, generation = line.split("\t")
-        pdus.append((_ns(epoch), bool(request_key), int(request_key or response_key),
-                     int(error) if error else None, int(generation) if generation else None))
+        pdus.append(
+            (
+                _ns(epoch),
+                bool(request_key),
+                int(request_key or response_key),
+                int(error) if error else None,
+                int(generation) if generation else None,
+            )
+        )
     return tuple(pdus)
 
 
@@ -69,8 +100,11 @@ def test_one_generation_whose_one_member_is_the_sample_s_consumer(name):
         return
     [row] = rows(name)
     assert list(row) == list(GROUP_COLUMNS)
-    assert (row["group_id"], row["group_protocol"], row["protocol_type"]) == (f"{topic_of(name)}.group", "classic",
-                                                                                "consumer")
+    assert (row["group_id"], row["group_protocol"], row["protocol_type"]) == (
+        f"{topic_of(name)}.group",
+        "classic",
+        "consumer",
+    )
     [member] = row["members"]
     assert (member["client_id"], member["subscribed_topics"]) == ("kw-consumer", [topic_of(name)])
     assert row["leader"] == member["member_id"]
@@ -87,17 +121,21 @@ def test_the_rebalance_is_the_join_and_sync_exchanges_tshark_sees(name):
     assert row["joins"] == len(joins)
     assert micros(row["rebalance_start"]) == joins[0][0] // 1000
     assert micros(row["rebalance_end"]) == sync_answers[-1][0] // 1000
-    assert row["rebalance_ms"] == pytest.approx((row["rebalance_end"] - row["rebalance_start"]) / timedelta(milliseconds=1))
+    assert row["rebalance_ms"] == pytest.approx(
+        (row["rebalance_end"] - row["rebalance_start"]) / timedelta(milliseconds=1)
+    )
     steps = [s for s in row["rebalance_steps"] if s["api_name"] == "JoinGroup"]
     decoded = [p for p in join_answers if p[3] is not None]  # tshark 4.0 reads JoinGroup up to v5
     if decoded:
-        assert [s["error"] for s in steps] == [("MEMBER_ID_REQUIRED" if p[3] == MEMBER_ID_REQUIRED else "NONE")
-                                               for p in decoded]
+        assert [s["error"] for s in steps] == [
+            ("MEMBER_ID_REQUIRED" if p[3] == MEMBER_ID_REQUIRED else "NONE") for p in decoded
+        ]
         assert row["generation_id"] == decoded[-1][4]
 
 
-@pytest.mark.parametrize("name", ["tansu_confluent_kafka_all_codecs", "tansu_kafka_python_all_codecs_nano",
-                                  "tansu_aiokafka_all_codecs"])
+@pytest.mark.parametrize(
+    "name", ["tansu_confluent_kafka_all_codecs", "tansu_kafka_python_all_codecs_nano", "tansu_aiokafka_all_codecs"]
+)
 def test_tansu_asks_for_a_member_id_first_so_its_rebalances_take_two_joins(name):
     [row] = rows(name)
     assert row["rebalance_errors"] == ["MEMBER_ID_REQUIRED"] and row["joins"] == 2
@@ -134,10 +172,21 @@ def test_the_decoded_assignment_is_every_partition_and_what_the_consumer_then_fe
     [member] = row["members"]
     [assigned] = member["assignment"]
     topic = topic_of(name)
-    partitions = {p["partition_index"] for e in exchanges(name) if e.api_key == METADATA and e.response
-                  for t in e.response.get("topics") or () if t.get("name") == topic for p in t["partitions"]}
-    fetched = {p["partition"] for e in exchanges(name) if e.api_key == FETCH and e.client_id == "kw-consumer"
-               for t in e.request["topics"] for p in t["partitions"]}
+    partitions = {
+        p["partition_index"]
+        for e in exchanges(name)
+        if e.api_key == METADATA and e.response
+        for t in e.response.get("topics") or ()
+        if t.get("name") == topic
+        for p in t["partitions"]
+    }
+    fetched = {
+        p["partition"]
+        for e in exchanges(name)
+        if e.api_key == FETCH and e.client_id == "kw-consumer"
+        for t in e.request["topics"]
+        for p in t["partitions"]
+    }
     assert assigned["topic"] == topic
     assert set(assigned["partitions"]) == partitions == fetched
 
@@ -163,10 +212,15 @@ def test_a_second_member_ends_the_first_generation_and_both_are_in_the_next():
     assert (first["generation_id"], first["joins"], first["rebalance_errors"]) == (1, 2, ["MEMBER_ID_REQUIRED"])
     assert (first["ended"], first["ended_member"], first["ended_time"]) == ("member_joined", "b-1", b_join.request_time)
     assert first["heartbeats"] == 2 and first["heartbeat_errors"] == ["REBALANCE_IN_PROGRESS"]
-    assert first["committed"] == [{"topic": "t", "partition": 0, "offset": 10}, {"topic": "t", "partition": 1, "offset": 20}]
+    assert first["committed"] == [
+        {"topic": "t", "partition": 0, "offset": 10},
+        {"topic": "t", "partition": 1, "offset": 20},
+    ]
     assert (second["generation_id"], second["member_count"], second["leader"]) == (2, 2, "a-1")
     assert {m["member_id"]: (m["client_id"], m["assignment"][0]["partitions"]) for m in second["members"]} == {
-        "a-1": ("app-a", [0]), "b-1": ("app-b", [1])}
+        "a-1": ("app-a", [0]),
+        "b-1": ("app-b", [1]),
+    }
     assert second["rebalance_start"] == b_join.request_time and second["rebalance_end"] == last_sync.response_time
     assert second["joins"] == 3 and [s["api_name"] for s in second["rebalance_steps"]].count("SyncGroup") == 2
     assert (second["ended"], second["ended_member"], second["ended_time"]) == ("member_left", "b-1", leave.request_time)
@@ -204,11 +258,14 @@ def test_kip_848_epochs_with_assignments_named_from_metadata():
     first, second = group_rows(g.exchanges)
     assert (first["group_protocol"], first["generation_id"], first["protocol_name"]) == ("consumer", 1, "uniform")
     assert first["heartbeats"] == 1 and first["members"][0]["assignment"] == [
-        {"topic": "t", "topic_id": "id-t", "partitions": [0, 1]}]
+        {"topic": "t", "topic_id": "id-t", "partitions": [0, 1]}
+    ]
     assert (first["ended"], first["ended_member"], first["ended_time"]) == ("member_joined", "b-1", b_join.request_time)
     assert second["generation_id"] == 2 and second["joins"] == 2
     assert {m["member_id"]: (m["assignment"][0]["partitions"], m["subscribed_topics"]) for m in second["members"]} == {
-        "a-1": ([0], ["t"]), "b-1": ([1], ["t"])}
+        "a-1": ([0], ["t"]),
+        "b-1": ([1], ["t"]),
+    }
     assert second["committed"] == [{"topic": "t", "partition": 0, "offset": 5}]
     assert (second["ended"], second["ended_member"], second["ended_time"]) == ("member_left", "b-1", leave.request_time)
 
@@ -219,8 +276,10 @@ def test_one_group_id_at_two_coordinators_is_two_groups():
     tansu, mock = sample("tansu_aiokafka_all_codecs"), sample("mock_aiokafka_all_codecs")
     both = read_capture([tansu.path, mock.path], ports=[tansu.broker_port, mock.broker_port])
     got = {(r["coordinator"], r["generation_id"], r["ended"]) for r in group_rows(both)}
-    assert got == {(f"127.0.0.1:{tansu.broker_port}", 0, "end_of_capture"),
-                   (f"127.0.0.1:{mock.broker_port}", 2, "member_left")}
+    assert got == {
+        (f"127.0.0.1:{tansu.broker_port}", 0, "end_of_capture"),
+        (f"127.0.0.1:{mock.broker_port}", 2, "member_left"),
+    }
 
 
 def test_a_heartbeat_answer_without_its_epoch_is_skipped_not_a_crash():

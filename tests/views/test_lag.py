@@ -14,8 +14,9 @@ from tests.samples.catalog import exchanges, sample, sample_names
 
 from .groups_script import GroupScript
 
-CONSUMER_SAMPLES = [n for n in sample_names()
-                    if not n.startswith("tcpflow_") and n != "tansu_kafka_python_legacy_magic1_rejected"]
+CONSUMER_SAMPLES = [
+    n for n in sample_names() if not n.startswith("tcpflow_") and n != "tansu_kafka_python_legacy_magic1_rejected"
+]
 
 
 @functools.cache
@@ -49,7 +50,9 @@ def test_the_high_watermark_is_one_past_the_last_offset_the_producers_were_given
 def test_the_consumer_starts_at_the_earliest_offset_and_catches_up(name):
     acked = acked_offsets(name)
     for key, offsets in acked.items():
-        fetches = sorted((r for r in rows(name) if (r["topic"], r["partition"]) == key), key=lambda r: r["request_time"])
+        fetches = sorted(
+            (r for r in rows(name) if (r["topic"], r["partition"]) == key), key=lambda r: r["request_time"]
+        )
         assert (fetches[0]["fetch_offset"], fetches[0]["lag"]) == (0, len(offsets))  # auto_offset_reset=earliest
         assert (fetches[-1]["fetch_offset"], fetches[-1]["lag"]) == (len(offsets), 0)
         assert sum(r["records"] for r in fetches) >= len(offsets)
@@ -71,23 +74,55 @@ def test_no_fetch_no_rows():
 # -- scripted Fetches -----------------------------------------------------------------
 
 
-def fetch(g: GroupScript, topics: dict, answers: dict, *, session=(0, -1), answer_session=0, version=12,
-          forgotten=None, replica_state=None, by_id=False):
+def fetch(
+    g: GroupScript,
+    topics: dict,
+    answers: dict,
+    *,
+    session=(0, -1),
+    answer_session=0,
+    version=12,
+    forgotten=None,
+    replica_state=None,
+    by_id=False,
+):
     """topics: {topic: {partition: fetch_offset}}; answers: {topic: {partition: (hwm, records)}}."""
     key = "topic_id" if by_id else "topic"
-    request = {"session_id": session[0], "session_epoch": session[1], "isolation_level": 0,
-               "topics": [{key: t, "partitions": [{"partition": p, "fetch_offset": o} for p, o in parts.items()]}
-                          for t, parts in topics.items()],
-               "forgotten_topics_data": [{key: t, "partitions": ps} for t, ps in (forgotten or {}).items()]}
+    request = {
+        "session_id": session[0],
+        "session_epoch": session[1],
+        "isolation_level": 0,
+        "topics": [
+            {key: t, "partitions": [{"partition": p, "fetch_offset": o} for p, o in parts.items()]}
+            for t, parts in topics.items()
+        ],
+        "forgotten_topics_data": [{key: t, "partitions": ps} for t, ps in (forgotten or {}).items()],
+    }
     if replica_state is None:
         request["replica_id"] = -1
     else:
         request["replica_state"] = {"replica_id": replica_state, "replica_epoch": 3}
-    response = {"error_code": 0, "session_id": answer_session,
-                "responses": [{key: t, "partitions": [
-                    {"partition_index": p, "error_code": 0, "high_watermark": hwm, "last_stable_offset": hwm,
-                     "log_start_offset": 0, "records": [{"records": [{}] * n}] if n else []}
-                    for p, (hwm, n) in parts.items()]} for t, parts in answers.items()]}
+    response = {
+        "error_code": 0,
+        "session_id": answer_session,
+        "responses": [
+            {
+                key: t,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "error_code": 0,
+                        "high_watermark": hwm,
+                        "last_stable_offset": hwm,
+                        "log_start_offset": 0,
+                        "records": [{"records": [{}] * n}] if n else [],
+                    }
+                    for p, (hwm, n) in parts.items()
+                ],
+            }
+            for t, parts in answers.items()
+        ],
+    }
     ex = g._add("A", 3, request, response)  # any key: the api is set just below
     g.exchanges[-1] = replace(ex, api_key=1, api_name="Fetch", api_version=version)
     return g.exchanges[-1]
@@ -99,8 +134,9 @@ def test_an_incremental_fetch_keeps_the_offsets_its_session_asked_for():
     fetch(g, {"t": {0: 10}}, {"t": {1: (5, 0)}}, session=(77, 1), answer_session=77)  # p1 unchanged: not listed
     fetch(g, {}, {"t": {1: (6, 0)}}, session=(77, 2), answer_session=77, forgotten={"t": [1]})
     first, second, third, fourth = lag_rows(g.exchanges)
-    assert [(r["partition"], r["fetch_offset"], r["high_watermark"], r["lag"], r["records"]) for r in (first, second)] == [
-        (0, 0, 10, 10, 10), (1, 0, 0, 0, 0)]
+    assert [
+        (r["partition"], r["fetch_offset"], r["high_watermark"], r["lag"], r["records"]) for r in (first, second)
+    ] == [(0, 0, 10, 10, 10), (1, 0, 0, 0, 0)]
     assert (third["partition"], third["fetch_offset"], third["lag"], third["incremental"]) == (1, 0, 5, True)
     assert (fourth["partition"], fourth["fetch_offset"], fourth["lag"]) == (1, None, None)  # forgotten by the session
     assert list(first) == list(LAG_COLUMNS)

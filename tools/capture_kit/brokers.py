@@ -65,9 +65,18 @@ def tansu_broker() -> Iterator[Broker]:
     url = f"tcp://{LOOPBACK}:{port}"
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(tansu_binary()),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             _wait_for_listener(port, proc, log)
@@ -106,13 +115,15 @@ def mock_cluster() -> Iterator[Broker]:
     """
     import confluent_kafka
 
-    host = confluent_kafka.Producer({
-        "bootstrap.servers": "mock-cluster-replaces-this:9092",
-        "test.mock.num.brokers": 1,
-        "topic.metadata.refresh.interval.ms": 3_600_000,
-        "enable.metrics.push": False,  # no KIP-714 telemetry from the host into a capture
-        "log_level": 3,
-    })
+    host = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": "mock-cluster-replaces-this:9092",
+            "test.mock.num.brokers": 1,
+            "topic.metadata.refresh.interval.ms": 3_600_000,
+            "enable.metrics.push": False,  # no KIP-714 telemetry from the host into a capture
+            "log_level": 3,
+        }
+    )
     try:
         metadata = host.list_topics(timeout=10)
         (broker,) = metadata.brokers.values()

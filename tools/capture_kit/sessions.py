@@ -47,35 +47,67 @@ def by_codec(records: list[PlannedRecord]) -> dict[str, list[PlannedRecord]]:
     return dict(grouped)
 
 
-def run_confluent_kafka(bootstrap: str, records: list[PlannedRecord], opts: SessionOptions) -> dict[PlannedRecord, Outcome]:
+def run_confluent_kafka(
+    bootstrap: str, records: list[PlannedRecord], opts: SessionOptions
+) -> dict[PlannedRecord, Outcome]:
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
     common = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000, "log_level": 3}
     if opts.admin:
         admin = AdminClient({**common, "client.id": "kw-admin"})
-        for topic, future in admin.create_topics([NewTopic(opts.topic, 1, 1)], operation_timeout=5, request_timeout=5).items():
+        for topic, future in admin.create_topics(
+            [NewTopic(opts.topic, 1, 1)], operation_timeout=5, request_timeout=5
+        ).items():
             _settle(future, f"create_topics {topic}")
-        for resource, future in admin.describe_configs([ConfigResource("topic", opts.topic)], request_timeout=5).items():
+        for resource, future in admin.describe_configs(
+            [ConfigResource("topic", opts.topic)], request_timeout=5
+        ).items():
             _settle(future, f"describe_configs {resource}")
 
     outcomes: dict[PlannedRecord, Outcome] = {}
     for codec, batch in by_codec(records).items():
-        producer = Producer({**common, "client.id": f"kw-producer-{codec}", "compression.type": codec,
-                             "enable.idempotence": opts.idempotent, "linger.ms": 20, "message.timeout.ms": 8000})
+        producer = Producer(
+            {
+                **common,
+                "client.id": f"kw-producer-{codec}",
+                "compression.type": codec,
+                "enable.idempotence": opts.idempotent,
+                "linger.ms": 20,
+                "message.timeout.ms": 8000,
+            }
+        )
         for record in batch:
+
             def delivered(err, msg, record=record):
-                outcomes[record] = Outcome(msg.partition(), msg.offset() if err is None else None, None if err is None else str(err))
-            producer.produce(record.topic, value=record.value, key=record.key, partition=record.partition,
-                             headers=list(record.headers) or None, on_delivery=delivered)
+                outcomes[record] = Outcome(
+                    msg.partition(), msg.offset() if err is None else None, None if err is None else str(err)
+                )
+
+            producer.produce(
+                record.topic,
+                value=record.value,
+                key=record.key,
+                partition=record.partition,
+                headers=list(record.headers) or None,
+                on_delivery=delivered,
+            )
         left = producer.flush(10)
         if left:
             log.warning("confluent producer %s: %d records undelivered", codec, left)
 
     if opts.consume:
-        consumer = Consumer({**common, "client.id": "kw-consumer", "group.id": opts.group, "auto.offset.reset": "earliest",
-                             "enable.auto.commit": False, "session.timeout.ms": SESSION_TIMEOUT_MS,
-                             "heartbeat.interval.ms": 1000})
+        consumer = Consumer(
+            {
+                **common,
+                "client.id": "kw-consumer",
+                "group.id": opts.group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": SESSION_TIMEOUT_MS,
+                "heartbeat.interval.ms": 1000,
+            }
+        )
         consumer.subscribe([opts.topic])
         wanted = sum(1 for o in outcomes.values() if o.error is None)
         seen, deadline = 0, time.monotonic() + CONSUME_DEADLINE_S
@@ -98,7 +130,9 @@ def run_confluent_kafka(bootstrap: str, records: list[PlannedRecord], opts: Sess
     return outcomes
 
 
-def run_kafka_python(bootstrap: str, records: list[PlannedRecord], opts: SessionOptions) -> dict[PlannedRecord, Outcome]:
+def run_kafka_python(
+    bootstrap: str, records: list[PlannedRecord], opts: SessionOptions
+) -> dict[PlannedRecord, Outcome]:
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
@@ -118,11 +152,29 @@ def run_kafka_python(bootstrap: str, records: list[PlannedRecord], opts: Session
     outcomes: dict[PlannedRecord, Outcome] = {}
     for codec, batch in by_codec(records).items():
         extra = {"retries": opts.retries} if opts.retries is not None else {}
-        producer = KafkaProducer(client_id=f"kw-producer-{codec}", compression_type=None if codec == "none" else codec,
-                                 enable_idempotence=opts.idempotent, linger_ms=20, max_block_ms=5000,
-                                 delivery_timeout_ms=10000, **extra, **common)
-        futures = [(record, producer.send(record.topic, value=record.value, key=record.key, partition=record.partition,
-                                          headers=list(record.headers) or None)) for record in batch]
+        producer = KafkaProducer(
+            client_id=f"kw-producer-{codec}",
+            compression_type=None if codec == "none" else codec,
+            enable_idempotence=opts.idempotent,
+            linger_ms=20,
+            max_block_ms=5000,
+            delivery_timeout_ms=10000,
+            **extra,
+            **common,
+        )
+        futures = [
+            (
+                record,
+                producer.send(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    partition=record.partition,
+                    headers=list(record.headers) or None,
+                ),
+            )
+            for record in batch
+        ]
         for record, future in futures:
             try:
                 meta = future.get(timeout=12)
@@ -135,9 +187,16 @@ def run_kafka_python(bootstrap: str, records: list[PlannedRecord], opts: Session
             log.warning("kafka-python producer %s close: %r", codec, e)
 
     if opts.consume:
-        consumer = KafkaConsumer(opts.topic, client_id="kw-consumer", group_id=opts.group, auto_offset_reset="earliest",
-                                 enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS,
-                                 heartbeat_interval_ms=1000, **{**common, "request_timeout_ms": SESSION_TIMEOUT_MS + 1000})
+        consumer = KafkaConsumer(
+            opts.topic,
+            client_id="kw-consumer",
+            group_id=opts.group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=1000,
+            **{**common, "request_timeout_ms": SESSION_TIMEOUT_MS + 1000},
+        )
         wanted = sum(1 for o in outcomes.values() if o.error is None)
         seen, deadline = 0, time.monotonic() + CONSUME_DEADLINE_S
         while seen < wanted and time.monotonic() < deadline:
@@ -162,7 +221,9 @@ def run_aiokafka(bootstrap: str, records: list[PlannedRecord], opts: SessionOpti
     return asyncio.run(_aiokafka_session(bootstrap, records, opts))
 
 
-async def _aiokafka_session(bootstrap: str, records: list[PlannedRecord], opts: SessionOptions) -> dict[PlannedRecord, Outcome]:
+async def _aiokafka_session(
+    bootstrap: str, records: list[PlannedRecord], opts: SessionOptions
+) -> dict[PlannedRecord, Outcome]:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -183,8 +244,13 @@ async def _aiokafka_session(bootstrap: str, records: list[PlannedRecord], opts: 
     outcomes: dict[PlannedRecord, Outcome] = {}
     idempotent = opts.idempotent
     for codec, batch in by_codec(records).items():
-        producer = AIOKafkaProducer(client_id=f"kw-producer-{codec}", compression_type=None if codec == "none" else codec,
-                                    enable_idempotence=idempotent, linger_ms=20, **common)
+        producer = AIOKafkaProducer(
+            client_id=f"kw-producer-{codec}",
+            compression_type=None if codec == "none" else codec,
+            enable_idempotence=idempotent,
+            linger_ms=20,
+            **common,
+        )
         try:
             await producer.start()
         except KafkaError as e:
@@ -192,13 +258,28 @@ async def _aiokafka_session(bootstrap: str, records: list[PlannedRecord], opts: 
             log.warning("aiokafka idempotent producer refused (%r); continuing non-idempotent", e)
             await producer.stop()
             idempotent = False
-            producer = AIOKafkaProducer(client_id=f"kw-producer-{codec}", compression_type=None if codec == "none" else codec,
-                                        enable_idempotence=False, linger_ms=20, **common)
+            producer = AIOKafkaProducer(
+                client_id=f"kw-producer-{codec}",
+                compression_type=None if codec == "none" else codec,
+                enable_idempotence=False,
+                linger_ms=20,
+                **common,
+            )
             await producer.start()
         try:
-            futures = [(record, await producer.send(record.topic, value=record.value, key=record.key,
-                                                    partition=record.partition, headers=list(record.headers) or None))
-                       for record in batch]
+            futures = [
+                (
+                    record,
+                    await producer.send(
+                        record.topic,
+                        value=record.value,
+                        key=record.key,
+                        partition=record.partition,
+                        headers=list(record.headers) or None,
+                    ),
+                )
+                for record in batch
+            ]
             for record, future in futures:
                 try:
                     meta = await future
@@ -209,9 +290,16 @@ async def _aiokafka_session(bootstrap: str, records: list[PlannedRecord], opts: 
             await producer.stop()
 
     if opts.consume:
-        consumer = AIOKafkaConsumer(opts.topic, client_id="kw-consumer", group_id=opts.group, auto_offset_reset="earliest",
-                                    enable_auto_commit=False, session_timeout_ms=SESSION_TIMEOUT_MS,
-                                    heartbeat_interval_ms=1000, **common)
+        consumer = AIOKafkaConsumer(
+            opts.topic,
+            client_id="kw-consumer",
+            group_id=opts.group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=1000,
+            **common,
+        )
         await consumer.start()
         try:
             wanted = sum(1 for o in outcomes.values() if o.error is None)

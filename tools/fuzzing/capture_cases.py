@@ -53,11 +53,20 @@ class CaptureCase:
 
     @property
     def accounting_options(self) -> dict:
-        return {k: v for k, v in self.options.items() if k in ("ports", "detect_kafka", "max_frame_size", "max_buffered_bytes")}
+        return {
+            k: v
+            for k, v in self.options.items()
+            if k in ("ports", "detect_kafka", "max_frame_size", "max_buffered_bytes")
+        }
 
     def meta(self) -> dict:
-        return {"family": self.family, "read": list(self.read), "options": self.options, "notes": list(self.notes),
-                "files": sorted(self.files)}
+        return {
+            "family": self.family,
+            "read": list(self.read),
+            "options": self.options,
+            "notes": list(self.notes),
+            "files": sorted(self.files),
+        }
 
 
 def sources() -> list[str]:
@@ -71,6 +80,7 @@ def warm() -> None:
 
 
 # -- packet layer ------------------------------------------------------------------------------
+
 
 def _linktype(cap: pcapio.Capture, p: pcapio.Packet) -> int:
     return cap.interfaces[p.iface].linktype if p.iface < len(cap.interfaces) else cap.interfaces[0].linktype
@@ -87,7 +97,7 @@ def _data_packets(cap: pcapio.Capture) -> list[int]:
 
 def _payload(cap, p) -> tuple[pcapio.TcpSpan | None, bytes]:
     span = pcapio.tcp_span(_linktype(cap, p), p.data)
-    return span, (p.data[span.payload:span.end] if span else b"")
+    return span, (p.data[span.payload : span.end] if span else b"")
 
 
 def drop_packets(cap, rng):
@@ -98,7 +108,7 @@ def drop_packets(cap, rng):
                 del pkts[rng.randrange(len(pkts))]
     else:
         i = rng.randrange(len(pkts))
-        del pkts[i:i + rng.randrange(1, 20)]
+        del pkts[i : i + rng.randrange(1, 20)]
     return cap.with_packets(pkts)
 
 
@@ -122,9 +132,9 @@ def reorder_packets(cap, rng):
         pkts.insert(j, pkts.pop(i))
     else:
         i = rng.randrange(len(pkts))
-        window = pkts[i:i + rng.choice((3, 10, 50))]
+        window = pkts[i : i + rng.choice((3, 10, 50))]
         rng.shuffle(window)
-        pkts[i:i + len(window)] = window
+        pkts[i : i + len(window)] = window
     return cap.with_packets(pkts)
 
 
@@ -164,7 +174,7 @@ def payload_flips(cap, rng):
         span, payload = _payload(cap, pkts[i])
         edited, _ = mutate.mutate(payload, rng, rounds=1)
         if len(edited) == len(payload):
-            pkts[i] = replace(pkts[i], data=pkts[i].data[:span.payload] + edited + pkts[i].data[span.end:])
+            pkts[i] = replace(pkts[i], data=pkts[i].data[: span.payload] + edited + pkts[i].data[span.end :])
         else:
             pkts[i] = pcapio.with_payload(_linktype(cap, pkts[i]), pkts[i], edited)
     return cap.with_packets(pkts)
@@ -180,7 +190,7 @@ def absurd_size_prefix(cap, rng):
             continue
         size = rng.choice((0x7FFFFFFF, -1, -0x80000000, 0, 1, 3, 4, 5, 100 * 1024 * 1024 + 1, len(payload) + 1000))
         edited = struct.pack(">i", size) + payload[4:]
-        pkts[i] = replace(pkts[i], data=pkts[i].data[:span.payload] + edited + pkts[i].data[span.end:])
+        pkts[i] = replace(pkts[i], data=pkts[i].data[: span.payload] + edited + pkts[i].data[span.end :])
     return cap.with_packets(pkts)
 
 
@@ -190,12 +200,12 @@ def _set_tcp(cap, p, *, seq_delta: int = 0, flags: int | None = None, ports: tup
         return p
     data = bytearray(p.data)
     t = span.tcp
-    seq = (int.from_bytes(data[t + 4:t + 8], "big") + seq_delta) % 2**32
-    data[t + 4:t + 8] = seq.to_bytes(4, "big")
+    seq = (int.from_bytes(data[t + 4 : t + 8], "big") + seq_delta) % 2**32
+    data[t + 4 : t + 8] = seq.to_bytes(4, "big")
     if flags is not None:
         data[t + 13] = flags & 0xFF
     if ports is not None:
-        data[t:t + 4] = struct.pack("!HH", *ports)
+        data[t : t + 4] = struct.pack("!HH", *ports)
     return replace(p, data=bytes(data))
 
 
@@ -213,7 +223,9 @@ def tcp_chaos(cap, rng):
     elif r < 0.75:
         span, payload = _payload(cap, pkts[i])
         other = bytes(b ^ 0x5A for b in payload)  # same bytes count, different content: a conflicting retransmit
-        pkts.insert(min(len(pkts), i + rng.choice((1, 2, 10))), pcapio.with_payload(_linktype(cap, pkts[i]), pkts[i], other))
+        pkts.insert(
+            min(len(pkts), i + rng.choice((1, 2, 10))), pcapio.with_payload(_linktype(cap, pkts[i]), pkts[i], other)
+        )
         notes = "conflicting retransmission"
     else:
         span = pcapio.tcp_span(_linktype(cap, pkts[i]), pkts[i].data)
@@ -232,8 +244,9 @@ def absurd_timestamps(cap, rng):
         pkts[i] = replace(pkts[i], ts_ns=value)
     else:
         pkts = [replace(p, ts_ns=value + k) for k, p in enumerate(pkts)]
-    return cap.with_packets([replace(p, ts_ns=max(0, min(p.ts_ns, (2**32 - 1) * 10**9))) if cap.container == "pcap" else p
-                             for p in pkts])
+    return cap.with_packets(
+        [replace(p, ts_ns=max(0, min(p.ts_ns, (2**32 - 1) * 10**9))) if cap.container == "pcap" else p for p in pkts]
+    )
 
 
 def snaplen_cut(cap, rng):
@@ -250,7 +263,7 @@ def piece(cap, rng):
     per = rng.choice((1, 2, 5, 10, 30, 100))
     pieces = max(1, (len(cap.packets) + per - 1) // per)
     k = rng.randrange(pieces)
-    return cap.with_packets(cap.packets[k * per:(k + 1) * per]), f"piece {k} of {pieces} ({per} packets each)"
+    return cap.with_packets(cap.packets[k * per : (k + 1) * per]), f"piece {k} of {pieces} ({per} packets each)"
 
 
 def second_interface(cap, rng):
@@ -267,7 +280,7 @@ def second_interface(cap, rng):
             span = pcapio.tcp_span(first.linktype, data)
             if span is None:
                 continue
-            data = data[span.ip:]
+            data = data[span.ip :]
         pkts.append(pcapio.Packet(p.ts_ns + jitter, data, len(data), 1))
     if rng.random() < 0.3:
         pkts.sort(key=lambda p: p.ts_ns)
@@ -292,7 +305,7 @@ def resegment(cap, rng):
         while pos < len(payload) and budget > 0:
             size = rng.randint(1, most)
             start = max(0, pos - rng.choice((0, 0, 0, 1, 3))) if pos else 0  # overlap with the last piece
-            piece = payload[start:pos + size]
+            piece = payload[start : pos + size]
             pkts.append(pcapio.with_payload(linktype, p, piece, seq_delta=start))
             pos += size
             budget -= 1
@@ -303,23 +316,33 @@ def resegment(cap, rng):
 
 def _needs(count: int, op):
     """``op`` where the capture has at least ``count`` packets; the capture as it is otherwise."""
+
     def guarded(cap, rng):
         return op(cap, rng) if len(cap.packets) >= count else cap
+
     guarded.__name__ = op.__name__
     return guarded
 
 
 PACKET_OPS = {
-    "drop": _needs(1, drop_packets), "duplicate": _needs(1, duplicate_packets),
-    "reorder": _needs(2, reorder_packets), "late_start": _needs(1, late_start),
-    "cut_mid_payload": _needs(1, cut_mid_payload), "payload_flips": payload_flips,
-    "absurd_size_prefix": absurd_size_prefix, "tcp_chaos": _needs(1, tcp_chaos),
-    "absurd_timestamps": _needs(1, absurd_timestamps), "snaplen_cut": snaplen_cut, "piece": piece,
-    "second_interface": second_interface, "resegment": resegment,
+    "drop": _needs(1, drop_packets),
+    "duplicate": _needs(1, duplicate_packets),
+    "reorder": _needs(2, reorder_packets),
+    "late_start": _needs(1, late_start),
+    "cut_mid_payload": _needs(1, cut_mid_payload),
+    "payload_flips": payload_flips,
+    "absurd_size_prefix": absurd_size_prefix,
+    "tcp_chaos": _needs(1, tcp_chaos),
+    "absurd_timestamps": _needs(1, absurd_timestamps),
+    "snaplen_cut": snaplen_cut,
+    "piece": piece,
+    "second_interface": second_interface,
+    "resegment": resegment,
 }
 
 
 # -- container layer -----------------------------------------------------------------------------
+
 
 def pcap_records(data: bytes, endian: str) -> list[int]:
     """File offsets of the record headers of a well-formed pcap."""
@@ -363,13 +386,13 @@ def absurd_pcap_header(data: bytes, endian: str, rng: random.Random) -> tuple[by
         return bytes(out), "no records"
     at = rng.choice(records)
     if r < 0.8:
-        out[at + 8:at + 12] = struct.pack(endian + "I", rng.choice(U32_ABSURD))
+        out[at + 8 : at + 12] = struct.pack(endian + "I", rng.choice(U32_ABSURD))
         return bytes(out), "caplen"
     if r < 0.9:
-        out[at + 12:at + 16] = struct.pack(endian + "I", rng.choice(U32_ABSURD))
+        out[at + 12 : at + 16] = struct.pack(endian + "I", rng.choice(U32_ABSURD))
         return bytes(out), "orig_len"
     seconds = rng.choice((0, 0xFFFFFFFF, 0x7FFFFFFF))
-    out[at:at + 8] = struct.pack(endian + "II", seconds, rng.choice((0, 999999, 10**9, 0xFFFFFFFF)))
+    out[at : at + 8] = struct.pack(endian + "II", seconds, rng.choice((0, 999999, 10**9, 0xFFFFFFFF)))
     return bytes(out), "timestamp"
 
 
@@ -382,18 +405,20 @@ def absurd_pcapng_fields(data: bytes, endian: str, rng: random.Random) -> tuple[
         at, btype, total = rng.choice(blocks)
         pos = at + (rng.choice((4, total - 4)) if total >= 12 else 4)  # the leading or the trailing length
         if pos + 4 <= len(out):
-            out[pos:pos + 4] = u32.pack(rng.choice(U32_ABSURD))
+            out[pos : pos + 4] = u32.pack(rng.choice(U32_ABSURD))
         return bytes(out), f"block length of type {btype:#x}"
     if r < 0.45:
         idbs = [b for b in blocks if b[1] == pcapio.IDB]
         if not idbs:
             return bytes(out), "no idb"
         at, _, total = rng.choice(idbs)
-        tsresol = rng.choice((0, 1, 6, 9, 10, 12, 19, 20, 0x7F, 0x80, 0x80 | 10, 0x80 | 30, 0x80 | 63, 0x80 | 0x7F, 0xFF))
+        tsresol = rng.choice(
+            (0, 1, 6, 9, 10, 12, 19, 20, 0x7F, 0x80, 0x80 | 10, 0x80 | 30, 0x80 | 63, 0x80 | 0x7F, 0xFF)
+        )
         tsoffset = rng.choice((None, 0, 2**62, -(2**62), 2**63 - 1, -(2**63), 10**10))
         linktype = rng.choice((None, None, 0, 101, 276, 0xFFFF))
         snaplen = rng.choice((None, None, 0, 1, 0xFFFFFFFF))
-        body = bytearray(data[at + 8:at + total - 4])
+        body = bytearray(data[at + 8 : at + total - 4])
         if linktype is not None:
             body[0:2] = struct.pack(endian + "H", linktype)
         if snaplen is not None:
@@ -405,36 +430,40 @@ def absurd_pcapng_fields(data: bytes, endian: str, rng: random.Random) -> tuple[
             opts += struct.pack(endian + "HH", 2, rng.choice((0xFFFF, 0x8000, 200)))  # an option longer than the block
         block = pcapio.block(pcapio.IDB, bytes(body[:8]) + opts + struct.pack(endian + "HH", 0, 0), endian)
         note = f"idb tsresol={tsresol} tsoffset={tsoffset} linktype={linktype} snaplen={snaplen}"
-        return bytes(out[:at]) + block + bytes(out[at + total:]), note
+        return bytes(out[:at]) + block + bytes(out[at + total :]), note
     epbs = [b for b in blocks if b[1] == pcapio.EPB]
     if r < 0.65 and epbs:
         at, _, total = rng.choice(epbs)
         what = rng.choice(("iface", "caplen", "orig_len", "ts"))
         offset = {"iface": 8, "caplen": 20, "orig_len": 24, "ts": 12}[what]
         value = rng.choice((1, 2, 0xFFFF, 0xFFFFFFFF, 0x7FFFFFFF, total, total - 27, total - 28))
-        out[at + offset:at + offset + 4] = u32.pack(value & 0xFFFFFFFF)
+        out[at + offset : at + offset + 4] = u32.pack(value & 0xFFFFFFFF)
         return bytes(out), f"epb {what}={value}"
     if r < 0.75 and epbs:
         # Simple packet blocks and obsolete packet blocks in place of an EPB.
         at, _, total = rng.choice(epbs)
         iface, hi, lo, caplen, orig = struct.unpack_from(endian + "IIIII", data, at + 8)
-        packet = data[at + 28:at + 28 + caplen]
+        packet = data[at + 28 : at + 28 + caplen]
         if rng.random() < 0.5:
             new = pcapio.block(pcapio.SPB, u32.pack(rng.choice((orig, 0, 0xFFFFFFFF, caplen + 1))) + packet, endian)
         else:
             header = struct.pack(endian + "HHIIII", rng.choice((iface, 7)), 0, hi, lo, caplen, orig)
             new = pcapio.block(pcapio.PB, header + packet, endian)
-        return bytes(out[:at]) + new + bytes(out[at + total:]), "spb/pb"
+        return bytes(out[:at]) + new + bytes(out[at + total :]), "spb/pb"
     at = rng.choice(blocks)[0] if blocks else len(out)
     r2 = rng.random()
     if r2 < 0.4:
         extra = pcapio.shb(">" if endian == "<" and rng.random() < 0.5 else endian)
         note = "extra section header"
     elif r2 < 0.7:
-        extra = pcapio.block(rng.choice((0x0BAD, 5, 4, 0x80000001, 0x00000BAD)), rng.randbytes(rng.randrange(0, 40)), endian)
+        extra = pcapio.block(
+            rng.choice((0x0BAD, 5, 4, 0x80000001, 0x00000BAD)), rng.randbytes(rng.randrange(0, 40)), endian
+        )
         note = "unknown block"
     else:
-        extra = pcapio.idb(pcapio.Interface(rng.choice((1, 101, 276, 9999)), 65535, rng.choice((6, 9, 0x80 | 20))), endian)
+        extra = pcapio.idb(
+            pcapio.Interface(rng.choice((1, 101, 276, 9999)), 65535, rng.choice((6, 9, 0x80 | 20))), endian
+        )
         note = "extra interface"
     return bytes(out[:at]) + extra + bytes(out[at:]), note
 
@@ -443,7 +472,9 @@ def serialize(cap: pcapio.Capture, rng: random.Random) -> tuple[bytes, str]:
     """Write the capture, sometimes in another container, precision or byte order."""
     r = rng.random()
     if cap.container == "pcap" and r < 0.15:
-        cap = replace(cap, container="pcapng", interfaces=[replace(cap.interfaces[0], tsresol=rng.choice((6, 9, None)))])
+        cap = replace(
+            cap, container="pcapng", interfaces=[replace(cap.interfaces[0], tsresol=rng.choice((6, 9, None)))]
+        )
     elif cap.container == "pcap" and r < 0.25:
         cap = replace(cap, nano=not cap.nano)
     if rng.random() < 0.1:
@@ -455,6 +486,7 @@ def serialize(cap: pcapio.Capture, rng: random.Random) -> tuple[bytes, str]:
 
 # -- file layer ------------------------------------------------------------------------------------
 
+
 def corrupt_gzip(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     packed = gzip.compress(data, compresslevel=rng.choice((1, 6)), mtime=0)
     r = rng.random()
@@ -463,8 +495,9 @@ def corrupt_gzip(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     if r < 0.5:
         return packed[: rng.randrange(2, len(packed))], "gzip truncated"
     if r < 0.65:
-        return mutate.flip_bits(packed[:10], rng, 1) + packed[10:] if rng.random() < 0.3 else \
-            packed[:10] + mutate.flip_bits(packed[10:], rng), "gzip bit flips"
+        return mutate.flip_bits(packed[:10], rng, 1) + packed[10:] if rng.random() < 0.3 else packed[
+            :10
+        ] + mutate.flip_bits(packed[10:], rng), "gzip bit flips"
     if r < 0.75:
         return packed[:-8] + struct.pack("<II", zlib.crc32(b"x"), len(data) + 1), "gzip bad trailer"
     if r < 0.85:
@@ -495,6 +528,7 @@ def _file_op(data: bytes, container: str, big_endian: bool, rng: random.Random) 
 
 # -- dumps -------------------------------------------------------------------------------------------
 
+
 def dump_case(rng: random.Random, options: dict) -> CaptureCase:
     directory = rng.choice(corpus.dump_dirs())
     files = {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
@@ -516,7 +550,7 @@ def session_case(rng: random.Random, options: dict) -> CaptureCase:
     source = rng.choice(sources())
     cap = corpus.sample_capture(source)
     per = rng.choice((2, 5, 20, 60))
-    pieces = [cap.with_packets(cap.packets[i:i + per]) for i in range(0, len(cap.packets), per)]
+    pieces = [cap.with_packets(cap.packets[i : i + per]) for i in range(0, len(cap.packets), per)]
     notes = [source, f"{len(pieces)} pieces of {per} packets"]
     r = rng.random()
     if r < 0.2 and len(pieces) > 2:

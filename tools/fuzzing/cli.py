@@ -33,12 +33,29 @@ def _campaign(args) -> int:
     else:
         target = CaptureTarget(accounting=args.accounting, families=_families(args.families))
     indices = range(args.start, args.start + args.count)
-    print(f"{args.kind}: {args.count} inputs from index {args.start}, seed {args.seed}, {args.jobs} job(s), "
-          f"{args.timeout} s and {args.memory_mib} MiB per input", file=sys.stderr, flush=True)
-    result = run(target, args.seed, indices, jobs=args.jobs, limits=_limits(args), batch=args.batch,
-                 progress=None if args.quiet else print_progress, keep_per_signature=args.keep)
-    settings = {"timeout_s": args.timeout, "memory_mib": args.memory_mib, "jobs": args.jobs,
-                "families": args.families, "catalog": getattr(args, "catalog", None)}
+    print(
+        f"{args.kind}: {args.count} inputs from index {args.start}, seed {args.seed}, {args.jobs} job(s), "
+        f"{args.timeout} s and {args.memory_mib} MiB per input",
+        file=sys.stderr,
+        flush=True,
+    )
+    result = run(
+        target,
+        args.seed,
+        indices,
+        jobs=args.jobs,
+        limits=_limits(args),
+        batch=args.batch,
+        progress=None if args.quiet else print_progress,
+        keep_per_signature=args.keep,
+    )
+    settings = {
+        "timeout_s": args.timeout,
+        "memory_mib": args.memory_mib,
+        "jobs": args.jobs,
+        "families": args.families,
+        "catalog": getattr(args, "catalog", None),
+    }
     if args.kind == "captures":
         settings["accounting"] = "on" if target.check_accounting is not None else "off (tests/accounting.py not found)"
     summary = report.summary(args.kind, args.seed, indices, result, settings)
@@ -81,16 +98,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools/fuzz.py",
         description="Hostile inputs for decode_request / decode_response and read_capture, each run in a child "
-                    "process with a time and memory limit; failures are counted by signature and saved with --out.")
+        "process with a time and memory limit; failures are counted by signature and saved with --out.",
+    )
     sub = parser.add_subparsers(dest="kind", required=True)
 
     def limits(p):
         p.add_argument("--timeout", type=float, default=10.0, help="seconds per input (default 10)")
-        p.add_argument("--memory-mib", type=int, default=512, help="memory per input over the worker's own (default 512)")
+        p.add_argument(
+            "--memory-mib", type=int, default=512, help="memory per input over the worker's own (default 512)"
+        )
         p.add_argument("--grace", type=float, default=10.0, help="seconds past the timeout before a worker is killed")
 
-    for kind, help_text in (("frames", "decode_request / decode_response on hostile frames"),
-                            ("captures", "read_capture on hostile capture files")):
+    for kind, help_text in (
+        ("frames", "decode_request / decode_response on hostile frames"),
+        ("captures", "read_capture on hostile capture files"),
+    ):
         p = sub.add_parser(kind, help=help_text)
         p.add_argument("--count", type=int, default=10000)
         p.add_argument("--seed", type=int, default=1)
@@ -103,11 +125,19 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--quiet", action="store_true")
         limits(p)
         if kind == "frames":
-            p.add_argument("--catalog", choices=("full", "quick", "none"), default="full",
-                           help="fixed cases at the first indices: all of them (default), the quick part, none")
+            p.add_argument(
+                "--catalog",
+                choices=("full", "quick", "none"),
+                default="full",
+                help="fixed cases at the first indices: all of them (default), the quick part, none",
+            )
         else:
-            p.add_argument("--accounting", choices=("auto", "on", "off"), default="auto",
-                           help="check byte accounting with tests/accounting.py (auto: when it exists)")
+            p.add_argument(
+                "--accounting",
+                choices=("auto", "on", "off"),
+                default="auto",
+                help="check byte accounting with tests/accounting.py (auto: when it exists)",
+            )
     p = sub.add_parser("repro", help="run saved inputs again (each in a limited child)")
     p.add_argument("paths", nargs="+", help="<stem>.json files written by --out")
     p.add_argument("--in-process", action="store_true", help="also run here, without limits, to see the traceback")

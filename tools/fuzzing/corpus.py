@@ -63,14 +63,14 @@ def _streams(capture: pcapio.Capture) -> dict[tuple, bytes]:
         if span is None or flow is None or span.end <= span.payload:
             continue
         src, sport, dst, dport, seq, _ = flow
-        segments[(src, sport, dst, dport)].setdefault(seq, packet.data[span.payload:span.end])
+        segments[(src, sport, dst, dport)].setdefault(seq, packet.data[span.payload : span.end])
     streams = {}
     for key, by_seq in segments.items():
         out, expected = bytearray(), None
         for seq in sorted(by_seq):
             data = by_seq[seq]
             if expected is not None and seq < expected:
-                data = data[expected - seq:]
+                data = data[expected - seq :]
             out += data
             expected = seq + len(by_seq[seq]) if expected is None else max(expected, seq + len(by_seq[seq]))
         streams[key] = bytes(out)
@@ -83,7 +83,7 @@ def split_frames(stream: bytes) -> list[bytes]:
         (size,) = struct.unpack_from(">i", stream, pos)
         if size < 0 or pos + 4 + size > len(stream):
             break
-        frames.append(stream[pos + 4:pos + 4 + size])
+        frames.append(stream[pos + 4 : pos + 4 + size])
         pos += 4 + size
     return frames
 

@@ -32,8 +32,11 @@ CATEGORIES = (CRASH, HANG, MEMORY, ACCOUNTING, WRAPPED, HARNESS)
 MUST_BE_ZERO = (CRASH, HANG, MEMORY, ACCOUNTING)
 
 _EXPECTED_CAUSES = (DecodeError, WireError, RecordsError)
-_PYTHON_ERRORS = sorted(n for n, v in vars(builtins).items()
-                        if isinstance(v, type) and issubclass(v, BaseException) and n not in ("Exception", "BaseException"))
+_PYTHON_ERRORS = sorted(
+    n
+    for n, v in vars(builtins).items()
+    if isinstance(v, type) and issubclass(v, BaseException) and n not in ("Exception", "BaseException")
+)
 _NAMED_ERROR = re.compile(r"\b(" + "|".join(_PYTHON_ERRORS) + r"|struct\.error|zlib\.error)\b")
 
 
@@ -110,15 +113,23 @@ def from_decode_error(error: DecodeError) -> list[Finding]:
         return [Finding(MEMORY, f"MemoryError (as DecodeError) @ {where(culprit.__traceback__)}", describe(error))]
     if "compiled parser failed where the interpreted one did not" in error.reason:
         cause = error.__cause__ or error
-        return [Finding(WRAPPED, f"compiled != interpreted: {type(cause).__name__} @ {where(cause.__traceback__)}",
-                        describe(error))]
+        return [
+            Finding(
+                WRAPPED,
+                f"compiled != interpreted: {type(cause).__name__} @ {where(cause.__traceback__)}",
+                describe(error),
+            )
+        ]
     # Only explicit causes: the decoder re-reads with the interpreted parser while handling the
     # compiled parser's failure, so that failure (struct.error, say) is context, by design.
     foreign = [e for e in _chain(error, implicit=False) if not isinstance(e, _EXPECTED_CAUSES)]
     if foreign:
         culprit = foreign[-1]
-        return [Finding(WRAPPED, f"{type(culprit).__name__} (as DecodeError) @ {where(culprit.__traceback__)}",
-                        describe(error))]
+        return [
+            Finding(
+                WRAPPED, f"{type(culprit).__name__} (as DecodeError) @ {where(culprit.__traceback__)}", describe(error)
+            )
+        ]
     return []
 
 
@@ -133,7 +144,9 @@ def laundered_strings(value, path: str = "") -> list[Finding]:
                 if isinstance(sub, str) and (key == "error" or str(key).endswith("_error")):
                     match = _NAMED_ERROR.search(sub)
                     if match:
-                        out.append(Finding(WRAPPED, f"{match.group(1)} in an error string ({key})", f"{at}.{key}: {sub}"))
+                        out.append(
+                            Finding(WRAPPED, f"{match.group(1)} in an error string ({key})", f"{at}.{key}: {sub}")
+                        )
                 elif isinstance(sub, (dict, list, tuple)):
                     stack.append((sub, f"{at}.{key}"))
         elif isinstance(item, (list, tuple)):

@@ -53,10 +53,17 @@ class FrameCase:
         return len(self.payload) + len(self.request_payload or b"")
 
     def meta(self) -> dict:
-        return {"family": self.family, "direction": self.direction, "api_key": self.api_key,
-                "api_version": self.api_version, "lenient": self.lenient, "notes": list(self.notes),
-                "protocol_type": self.protocol_type, "cold": self.cold,
-                "has_request_payload": self.request_payload is not None}
+        return {
+            "family": self.family,
+            "direction": self.direction,
+            "api_key": self.api_key,
+            "api_version": self.api_version,
+            "lenient": self.lenient,
+            "notes": list(self.notes),
+            "protocol_type": self.protocol_type,
+            "cold": self.cold,
+            "has_request_payload": self.request_payload is not None,
+        }
 
 
 def registry():
@@ -69,6 +76,7 @@ def api_versions() -> tuple[tuple[int, int], ...]:
 
 
 # -- building blocks -------------------------------------------------------------------------
+
 
 def _compact_bytes(data: bytes | None) -> bytes:
     return b"\x00" if data is None else recordgen.uvarint(len(data) + 1) + data
@@ -113,8 +121,12 @@ def fetch_response_with_records(record_sets: list[bytes], version: int = 12) -> 
 
 # -- the catalog ---------------------------------------------------------------------------
 
-BOMB_SIZES = {recordgen.GZIP: (64 << 20, 300 << 20), recordgen.ZSTD: (64 << 20, 300 << 20, 1 << 30),
-              recordgen.LZ4: (64 << 20, 200 << 20), recordgen.SNAPPY: (16 << 20,)}
+BOMB_SIZES = {
+    recordgen.GZIP: (64 << 20, 300 << 20),
+    recordgen.ZSTD: (64 << 20, 300 << 20, 1 << 30),
+    recordgen.LZ4: (64 << 20, 200 << 20),
+    recordgen.SNAPPY: (16 << 20,),
+}
 
 
 def bomb_specs() -> list[tuple]:
@@ -126,8 +138,12 @@ def bomb_specs() -> list[tuple]:
                 specs.append((codec, pattern, size, 1, 2))
             specs.append((codec, pattern, sizes[0], 1, 1))
     # Many partitions: each under any per-batch limit, together far over it.
-    specs += [(recordgen.ZSTD, "zeros", 200 << 20, 16, 2), (recordgen.ZSTD, "records", 64 << 20, 12, 2),
-              (recordgen.GZIP, "zeros", 48 << 20, 10, 2), (recordgen.LZ4, "zeros", 16 << 20, 12, 2)]
+    specs += [
+        (recordgen.ZSTD, "zeros", 200 << 20, 16, 2),
+        (recordgen.ZSTD, "records", 64 << 20, 12, 2),
+        (recordgen.GZIP, "zeros", 48 << 20, 10, 2),
+        (recordgen.LZ4, "zeros", 16 << 20, 12, 2),
+    ]
     return specs
 
 
@@ -158,8 +174,14 @@ def catalog_case(i: int) -> FrameCase:
         if kind == 2:
             frame = struct.pack(">hhih", key, version, 1, 0) + rng.randbytes(rng.randrange(1, 64))
             return FrameCase("catalog", "request", frame, notes=("random body",))
-        return FrameCase("catalog", "response", struct.pack(">i", 1) + rng.randbytes(rng.randrange(1, 64)), key, version,
-                         notes=("random body",))
+        return FrameCase(
+            "catalog",
+            "response",
+            struct.pack(">i", 1) + rng.randbytes(rng.randrange(1, 64)),
+            key,
+            version,
+            notes=("random body",),
+        )
     i -= 4 * n
     if i < 6:
         # Cold: a parser first built deep in a recursion fails otherwise than one built already.
@@ -168,8 +190,12 @@ def catalog_case(i: int) -> FrameCase:
     i -= 6
     if i < 4:
         depth = (2, 10, 100, 400)[i]
-        return FrameCase("nested", "request", produce_with_records([recordgen.nested_legacy(depth)]),
-                         notes=(f"legacy wrapper depth {depth}",))
+        return FrameCase(
+            "nested",
+            "request",
+            produce_with_records([recordgen.nested_legacy(depth)]),
+            notes=(f"legacy wrapper depth {depth}",),
+        )
     i -= 4
     specs = bomb_specs()
     return bomb_case(specs[i % len(specs)], response=i >= len(specs))
@@ -177,8 +203,16 @@ def catalog_case(i: int) -> FrameCase:
 
 # -- random families -------------------------------------------------------------------------
 
-FAMILIES = {"real": 35, "real_swap": 8, "spec": 6, "spec_mutated": 26, "random_body": 8, "records": 8,
-            "nested": 0.5, "bomb": 0.05}
+FAMILIES = {
+    "real": 35,
+    "real_swap": 8,
+    "spec": 6,
+    "spec_mutated": 26,
+    "random_body": 8,
+    "records": 8,
+    "nested": 0.5,
+    "bomb": 0.05,
+}
 
 
 def _pick(rng: random.Random, weights: dict[str, float]) -> str:
@@ -237,11 +271,21 @@ def _real(rng: random.Random) -> FrameCase:
     # subscriptions and assignments they embed are decoded too.
     protocol = "consumer" if real.api_key in (JOIN_GROUP, SYNC_GROUP) and rng.random() < 0.7 else None
     if real.direction == "request":
-        return FrameCase("real", "request", payload, lenient=rng.random() < 0.2, protocol_type=protocol,
-                         notes=(real.source, *ops))
+        return FrameCase(
+            "real", "request", payload, lenient=rng.random() < 0.2, protocol_type=protocol, notes=(real.source, *ops)
+        )
     request = real.request if rng.random() < 0.7 else None
-    return FrameCase("real", "response", payload, real.api_key, real.api_version, lenient=rng.random() < 0.2,
-                     request_payload=request, protocol_type=protocol, notes=(real.source, *ops))
+    return FrameCase(
+        "real",
+        "response",
+        payload,
+        real.api_key,
+        real.api_version,
+        lenient=rng.random() < 0.2,
+        request_payload=request,
+        protocol_type=protocol,
+        notes=(real.source, *ops),
+    )
 
 
 def _real_swap(rng: random.Random) -> FrameCase:
@@ -276,8 +320,16 @@ def _spec(rng: random.Random, mutated: bool = False) -> FrameCase:
         request = envelope(_spec_frame(rng, *_random_api(rng), "request"))
     if direction == "request":
         return FrameCase(family, direction, payload, lenient=rng.random() < 0.2, notes=(f"{key}v{version}", *ops))
-    return FrameCase(family, direction, payload, key, version, lenient=rng.random() < 0.2, request_payload=request,
-                     notes=(f"{key}v{version}", *ops))
+    return FrameCase(
+        family,
+        direction,
+        payload,
+        key,
+        version,
+        lenient=rng.random() < 0.2,
+        request_payload=request,
+        notes=(f"{key}v{version}", *ops),
+    )
 
 
 def _random_body(rng: random.Random) -> FrameCase:
@@ -316,8 +368,12 @@ def _nested(rng: random.Random) -> FrameCase:
         return FrameCase("nested", "request", nested_envelope(depth), notes=(f"envelope depth {depth}",))
     depth = rng.choice((2, 5, 50, 300))
     codec = rng.choice(recordgen.CODECS[1:])
-    return FrameCase("nested", "request", produce_with_records([recordgen.nested_legacy(depth, codec)]),
-                     notes=(f"legacy wrapper depth {depth} codec {codec}",))
+    return FrameCase(
+        "nested",
+        "request",
+        produce_with_records([recordgen.nested_legacy(depth, codec)]),
+        notes=(f"legacy wrapper depth {depth} codec {codec}",),
+    )
 
 
 def _bomb(rng: random.Random) -> FrameCase:

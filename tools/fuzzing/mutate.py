@@ -19,7 +19,9 @@ BYTE_VALUES = (0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE)
 def overlong_varint(rng: random.Random) -> bytes:
     """A varint with too many continuation bytes (Kafka stops at 5 for int32, 10 for int64)."""
     n = rng.choice((5, 6, 10, 11, 20, 64))
-    return bytes([0x80 | rng.randrange(128) if rng.random() < 0.5 else 0xFF for _ in range(n)]) + bytes([rng.randrange(1, 128)])
+    return bytes([0x80 | rng.randrange(128) if rng.random() < 0.5 else 0xFF for _ in range(n)]) + bytes(
+        [rng.randrange(1, 128)]
+    )
 
 
 def huge_varint(rng: random.Random) -> bytes:
@@ -47,22 +49,22 @@ def set_byte(data: bytes, rng: random.Random) -> bytes:
     if not data:
         return data
     i = rng.randrange(len(data))
-    return data[:i] + bytes([rng.choice(BYTE_VALUES) if rng.random() < 0.7 else rng.randrange(256)]) + data[i + 1:]
+    return data[:i] + bytes([rng.choice(BYTE_VALUES) if rng.random() < 0.7 else rng.randrange(256)]) + data[i + 1 :]
 
 
 def set_int32(data: bytes, rng: random.Random, at: int | None = None) -> bytes:
     if len(data) < 4:
         return data
     i = rng.randrange(len(data) - 3) if at is None else at
-    value = rng.choice(INT32_VALUES) if rng.random() < 0.8 else rng.randrange(-2**31, 2**31)
-    return data[:i] + struct.pack(">i", value) + data[i + 4:]
+    value = rng.choice(INT32_VALUES) if rng.random() < 0.8 else rng.randrange(-(2**31), 2**31)
+    return data[:i] + struct.pack(">i", value) + data[i + 4 :]
 
 
 def set_int16(data: bytes, rng: random.Random) -> bytes:
     if len(data) < 2:
         return data
     i = rng.randrange(len(data) - 1)
-    return data[:i] + struct.pack(">h", rng.choice(INT16_VALUES)) + data[i + 2:]
+    return data[:i] + struct.pack(">h", rng.choice(INT16_VALUES)) + data[i + 2 :]
 
 
 def insert_bytes(data: bytes, rng: random.Random) -> bytes:
@@ -87,14 +89,14 @@ def replace_with_varint(data: bytes, rng: random.Random) -> bytes:
         return data
     i = rng.randrange(len(data))
     blob = overlong_varint(rng) if rng.random() < 0.5 else huge_varint(rng)
-    return data[:i] + blob + data[i + 1:]
+    return data[:i] + blob + data[i + 1 :]
 
 
 def delete_range(data: bytes, rng: random.Random) -> bytes:
     if not data:
         return data
     i = rng.randrange(len(data))
-    return data[:i] + data[i + rng.randrange(1, min(32, len(data) - i) + 1):]
+    return data[:i] + data[i + rng.randrange(1, min(32, len(data) - i) + 1) :]
 
 
 def truncate(data: bytes, rng: random.Random) -> bytes:
@@ -113,14 +115,26 @@ def duplicate_range(data: bytes, rng: random.Random) -> bytes:
 def splice(data: bytes, other: bytes, rng: random.Random) -> bytes:
     if not data or not other:
         return data + other
-    return data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other)):]
+    return data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other)) :]
 
 
-OPERATORS = (flip_bits, set_byte, set_int32, set_int32, set_int16, insert_bytes, replace_with_varint,
-             delete_range, truncate, duplicate_range)
+OPERATORS = (
+    flip_bits,
+    set_byte,
+    set_int32,
+    set_int32,
+    set_int16,
+    insert_bytes,
+    replace_with_varint,
+    delete_range,
+    truncate,
+    duplicate_range,
+)
 
 
-def mutate(data: bytes, rng: random.Random, rounds: int | None = None, donors: tuple[bytes, ...] = ()) -> tuple[bytes, list[str]]:
+def mutate(
+    data: bytes, rng: random.Random, rounds: int | None = None, donors: tuple[bytes, ...] = ()
+) -> tuple[bytes, list[str]]:
     """Apply 1-4 random operators; returns the bytes and the operator names, in order."""
     names = []
     for _ in range(rounds or rng.choice((1, 1, 1, 2, 2, 3, 4))):

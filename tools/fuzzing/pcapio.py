@@ -48,6 +48,7 @@ class Capture:
 
 # -- reading --------------------------------------------------------------------------------
 
+
 def read(data: bytes) -> Capture:
     """Parse a well-formed capture (optionally gzipped); raises ValueError on anything else."""
     if data[:2] == b"\x1f\x8b":
@@ -69,7 +70,7 @@ def _read_pcap(data: bytes) -> Capture:
     packets, pos = [], 24
     while pos + 16 <= len(data):
         sec, frac, caplen, orig = struct.unpack_from(endian + "IIII", data, pos)
-        packets.append(Packet(sec * 10**9 + frac * (1 if nano else 1000), data[pos + 16:pos + 16 + caplen], orig))
+        packets.append(Packet(sec * 10**9 + frac * (1 if nano else 1000), data[pos + 16 : pos + 16 + caplen], orig))
         pos += 16 + caplen
     return Capture(packets, [Interface(network & 0xFFFF, snaplen)], "pcap", nano, endian == ">")
 
@@ -79,7 +80,7 @@ def _read_pcapng(data: bytes) -> Capture:
     interfaces, packets, pos = [], [], 0
     while pos + 12 <= len(data):
         btype, total = struct.unpack_from(endian + "II", data, pos)
-        body = data[pos + 8:pos + total - 4]
+        body = data[pos + 8 : pos + total - 4]
         if btype == IDB:
             linktype, _, snaplen = struct.unpack_from(endian + "HHI", body)
             tsresol, tsoffset = 6, None
@@ -99,12 +100,13 @@ def _read_pcapng(data: bytes) -> Capture:
             ticks = hi << 32 | lo
             resol = interfaces[iface].tsresol
             ns = ticks * 10 ** (9 - resol) if resol <= 9 else ticks // 10 ** (resol - 9)
-            packets.append(Packet(ns + (interfaces[iface].tsoffset or 0) * 10**9, body[20:20 + caplen], orig, iface))
+            packets.append(Packet(ns + (interfaces[iface].tsoffset or 0) * 10**9, body[20 : 20 + caplen], orig, iface))
         pos += total
     return Capture(packets, interfaces, "pcapng", True, endian == ">")
 
 
 # -- writing --------------------------------------------------------------------------------
+
 
 def write(capture: Capture) -> bytes:
     return write_pcapng(capture) if capture.container == "pcapng" else write_pcap(capture)
@@ -113,8 +115,18 @@ def write(capture: Capture) -> bytes:
 def write_pcap(capture: Capture, *, snaplen: int | None = None, linktype: int | None = None) -> bytes:
     e = ">" if capture.big_endian else "<"
     itf = capture.interfaces[0]
-    out = [struct.pack(e + "IHHiIII", PCAP_MAGIC_NS if capture.nano else PCAP_MAGIC_US, 2, 4, 0, 0,
-                       itf.snaplen if snaplen is None else snaplen, itf.linktype if linktype is None else linktype)]
+    out = [
+        struct.pack(
+            e + "IHHiIII",
+            PCAP_MAGIC_NS if capture.nano else PCAP_MAGIC_US,
+            2,
+            4,
+            0,
+            0,
+            itf.snaplen if snaplen is None else snaplen,
+            itf.linktype if linktype is None else linktype,
+        )
+    ]
     for p in capture.packets:
         sec, ns = divmod(p.ts_ns, 10**9)
         frac = ns if capture.nano else ns // 1000
@@ -162,19 +174,26 @@ def ticks_of(ts_ns: int, itf: Interface) -> int:
 
 def epb(p: Packet, itf: Interface, endian: str = "<") -> bytes:
     ticks = ticks_of(p.ts_ns, itf) & 0xFFFFFFFFFFFFFFFF
-    return block(EPB, struct.pack(endian + "IIIII", p.iface, ticks >> 32, ticks & 0xFFFFFFFF, len(p.data),
-                                  p.orig_len & 0xFFFFFFFF) + p.data, endian)
+    return block(
+        EPB,
+        struct.pack(endian + "IIIII", p.iface, ticks >> 32, ticks & 0xFFFFFFFF, len(p.data), p.orig_len & 0xFFFFFFFF)
+        + p.data,
+        endian,
+    )
 
 
 def write_pcapng(capture: Capture) -> bytes:
     e = ">" if capture.big_endian else "<"
     out = [shb(e)] + [idb(itf, e) for itf in capture.interfaces]
-    out += [epb(p, capture.interfaces[p.iface] if p.iface < len(capture.interfaces) else capture.interfaces[0], e)
-            for p in capture.packets]
+    out += [
+        epb(p, capture.interfaces[p.iface] if p.iface < len(capture.interfaces) else capture.interfaces[0], e)
+        for p in capture.packets
+    ]
     return b"".join(out)
 
 
 # -- inside a packet --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TcpSpan:
@@ -192,7 +211,7 @@ def tcp_span(linktype: int, data: bytes) -> TcpSpan | None:
     if linktype == ETHERNET:
         off, etype = 14, int.from_bytes(data[12:14], "big")
         while etype == 0x8100 and len(data) >= off + 4:
-            etype, off = int.from_bytes(data[off + 2:off + 4], "big"), off + 4
+            etype, off = int.from_bytes(data[off + 2 : off + 4], "big"), off + 4
     elif linktype == SLL2:
         off, etype = 20, int.from_bytes(data[0:2], "big")
     elif linktype == SLL:
@@ -207,12 +226,12 @@ def tcp_span(linktype: int, data: bytes) -> TcpSpan | None:
         ihl = (data[off] & 0x0F) * 4
         if data[off + 9] != 6:
             return None
-        end = off + int.from_bytes(data[off + 2:off + 4], "big")
+        end = off + int.from_bytes(data[off + 2 : off + 4], "big")
         tcp, version = off + ihl, 4
     elif etype == 0x86DD and data[off] >> 4 == 6 and len(data) >= off + 40:
         if data[off + 6] != 6:
             return None
-        end = off + 40 + int.from_bytes(data[off + 4:off + 6], "big")
+        end = off + 40 + int.from_bytes(data[off + 4 : off + 6], "big")
         tcp, version = off + 40, 6
     else:
         return None
@@ -225,9 +244,9 @@ def tcp_span(linktype: int, data: bytes) -> TcpSpan | None:
 def set_ip_length(data: bytearray, span: TcpSpan, payload_len: int) -> None:
     """Rewrite the IP length field for a TCP payload of ``payload_len`` bytes."""
     if span.version == 4:
-        data[span.ip + 2:span.ip + 4] = (span.payload - span.ip + payload_len).to_bytes(2, "big")
+        data[span.ip + 2 : span.ip + 4] = (span.payload - span.ip + payload_len).to_bytes(2, "big")
     else:
-        data[span.ip + 4:span.ip + 6] = (span.payload - span.tcp + payload_len).to_bytes(2, "big")
+        data[span.ip + 4 : span.ip + 6] = (span.payload - span.tcp + payload_len).to_bytes(2, "big")
 
 
 def with_payload(linktype: int, packet: Packet, payload: bytes, seq_delta: int = 0) -> Packet:
@@ -235,10 +254,10 @@ def with_payload(linktype: int, packet: Packet, payload: bytes, seq_delta: int =
     span = tcp_span(linktype, packet.data)
     if span is None:
         return packet
-    data = bytearray(packet.data[:span.payload]) + payload
+    data = bytearray(packet.data[: span.payload]) + payload
     set_ip_length(data, span, len(payload))
-    seq = (int.from_bytes(data[span.tcp + 4:span.tcp + 8], "big") + seq_delta) % 2**32
-    data[span.tcp + 4:span.tcp + 8] = seq.to_bytes(4, "big")
+    seq = (int.from_bytes(data[span.tcp + 4 : span.tcp + 8], "big") + seq_delta) % 2**32
+    data[span.tcp + 4 : span.tcp + 8] = seq.to_bytes(4, "big")
     return replace(packet, data=bytes(data), orig_len=len(data))
 
 
@@ -248,10 +267,10 @@ def flow_of(linktype: int, data: bytes) -> tuple | None:
     if span is None:
         return None
     if span.version == 4:
-        src, dst = data[span.ip + 12:span.ip + 16], data[span.ip + 16:span.ip + 20]
+        src, dst = data[span.ip + 12 : span.ip + 16], data[span.ip + 16 : span.ip + 20]
     else:
-        src, dst = data[span.ip + 8:span.ip + 24], data[span.ip + 24:span.ip + 40]
+        src, dst = data[span.ip + 8 : span.ip + 24], data[span.ip + 24 : span.ip + 40]
     t = span.tcp
     sport, dport, seq = struct.unpack_from("!HHI", data, t)
-    flags = int.from_bytes(data[t + 12:t + 14], "big") & 0x1FF
+    flags = int.from_bytes(data[t + 12 : t + 14], "big") & 0x1FF
     return src, sport, dst, dport, seq, flags

@@ -49,6 +49,7 @@ def varbytes(data: bytes | None) -> bytes:
 
 # -- codecs -------------------------------------------------------------------------------
 
+
 def lz4_frame(data: bytes, block_code: int = 4, content_size: bool = False, block_checksum: bool = False) -> bytes:
     """Kafka's LZ4 frame: independent blocks of at most the size ``block_code`` names."""
     block_max = LZ4_BLOCK_CODES.get(block_code, 64 << 10)
@@ -56,7 +57,7 @@ def lz4_frame(data: bytes, block_code: int = 4, content_size: bool = False, bloc
     descriptor = bytes([flg, (block_code & 7) << 4]) + (struct.pack("<Q", len(data)) if content_size else b"")
     out = [struct.pack("<I", 0x184D2204), descriptor, bytes([(xxh32(descriptor) >> 8) & 0xFF])]
     for pos in range(0, len(data), block_max):
-        block = cramjam.lz4.compress_block(data[pos:pos + block_max], store_size=False)
+        block = cramjam.lz4.compress_block(data[pos : pos + block_max], store_size=False)
         out.append(struct.pack("<I", len(block)) + bytes(block))
         if block_checksum:
             out.append(struct.pack("<I", 0))
@@ -66,8 +67,11 @@ def lz4_frame(data: bytes, block_code: int = 4, content_size: bool = False, bloc
 
 def compress(codec: int, data: bytes, rng: random.Random | None = None) -> bytes:
     if codec == GZIP:
-        return zlib.compress(data, 6, 16 + zlib.MAX_WBITS) if rng is None or rng.random() < 0.8 else \
-            zlib.compress(data[: len(data) // 2], 1, 31) + zlib.compress(data[len(data) // 2:], 1, 31)
+        return (
+            zlib.compress(data, 6, 16 + zlib.MAX_WBITS)
+            if rng is None or rng.random() < 0.8
+            else zlib.compress(data[: len(data) // 2], 1, 31) + zlib.compress(data[len(data) // 2 :], 1, 31)
+        )
     if codec == SNAPPY:
         if rng is not None and rng.random() < 0.3:
             return bytes(cramjam.snappy.compress_raw(data))
@@ -84,11 +88,14 @@ def compress(codec: int, data: bytes, rng: random.Random | None = None) -> bytes
 
 # -- v2 batches ----------------------------------------------------------------------------
 
+
 def record(rng: random.Random, offset_delta: int) -> bytes:
     key = None if rng.random() < 0.3 else rng.randbytes(rng.randrange(0, 12))
     value = None if rng.random() < 0.1 else rng.randbytes(rng.randrange(0, 40))
-    headers = [(rng.randbytes(rng.randrange(0, 6)), None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 6)))
-               for _ in range(rng.choice((0, 0, 1, 3)))]
+    headers = [
+        (rng.randbytes(rng.randrange(0, 6)), None if rng.random() < 0.2 else rng.randbytes(rng.randrange(0, 6)))
+        for _ in range(rng.choice((0, 0, 1, 3)))
+    ]
     body = bytes([rng.choice((0, 0, 0, 0x7F, 0xFF))]) + zigzag(rng.randrange(-5, 1000)) + zigzag(offset_delta)
     body += varbytes(key) + varbytes(value) + zigzag(len(headers))
     body += b"".join(varbytes(k) + varbytes(v) for k, v in headers)
@@ -106,15 +113,40 @@ def control_record(rng: random.Random) -> bytes:
     return zigzag(len(body)) + body
 
 
-def v2_batch(records: bytes, count: int, codec: int = NONE, *, control: bool = False, transactional: bool = False,
-             base_offset: int = 0, good_crc: bool = True, log_append_time: bool = False,
-             compressed: bytes | None = None) -> bytes:
+def v2_batch(
+    records: bytes,
+    count: int,
+    codec: int = NONE,
+    *,
+    control: bool = False,
+    transactional: bool = False,
+    base_offset: int = 0,
+    good_crc: bool = True,
+    log_append_time: bool = False,
+    compressed: bytes | None = None,
+) -> bytes:
     """A magic 2 batch around ``records`` (already encoded), compressed with ``codec``."""
     payload = compressed if compressed is not None else compress(codec, records)
     attributes = codec | (0x08 if log_append_time else 0) | (0x10 if transactional else 0) | (0x20 if control else 0)
     length = _V2_HEADER.size - 12 + len(payload)
-    after_crc = _V2_HEADER.pack(base_offset, length, 0, 2, 0, attributes, max(count - 1, 0), 1_700_000_000_000,
-                                1_700_000_000_000, 7, 0, 0, count)[21:] + payload
+    after_crc = (
+        _V2_HEADER.pack(
+            base_offset,
+            length,
+            0,
+            2,
+            0,
+            attributes,
+            max(count - 1, 0),
+            1_700_000_000_000,
+            1_700_000_000_000,
+            7,
+            0,
+            0,
+            count,
+        )[21:]
+        + payload
+    )
     crc = crc32c.crc32c(after_crc) if good_crc else 0xDEADBEEF
     return struct.pack(">qiib", base_offset, length, 0, 2) + struct.pack(">I", crc) + after_crc
 
@@ -124,17 +156,27 @@ def random_v2_batch(rng: random.Random) -> bytes:
     count = rng.randrange(0, 6)
     records = b"".join(control_record(rng) if control else record(rng, i) for i in range(count))
     declared = count if rng.random() < 0.8 else rng.choice((0, count + 1, -1, 0x7FFFFFFF))
-    return v2_batch(records, declared, rng.choice(CODECS), control=control, transactional=rng.random() < 0.2,
-                    base_offset=rng.choice((0, 0, 5, 2**62)), good_crc=rng.random() < 0.9,
-                    log_append_time=rng.random() < 0.1)
+    return v2_batch(
+        records,
+        declared,
+        rng.choice(CODECS),
+        control=control,
+        transactional=rng.random() < 0.2,
+        base_offset=rng.choice((0, 0, 5, 2**62)),
+        good_crc=rng.random() < 0.9,
+        log_append_time=rng.random() < 0.1,
+    )
 
 
 # -- legacy message sets -------------------------------------------------------------------
 
-def legacy_message(magic: int, key: bytes | None, value: bytes | None, codec: int = NONE, offset: int = 0,
-                   good_crc: bool = True) -> bytes:
+
+def legacy_message(
+    magic: int, key: bytes | None, value: bytes | None, codec: int = NONE, offset: int = 0, good_crc: bool = True
+) -> bytes:
     def sized(data):
         return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + data
+
     body = struct.pack(">bb", magic, codec) + (struct.pack(">q", 1_700_000_000_000) if magic == 1 else b"")
     body += sized(key) + sized(value)
     crc = zlib.crc32(body) if good_crc else 0xDEADBEEF
@@ -144,13 +186,16 @@ def legacy_message(magic: int, key: bytes | None, value: bytes | None, codec: in
 
 def random_legacy_set(rng: random.Random) -> bytes:
     magic = rng.choice((0, 1))
-    inner = b"".join(legacy_message(magic, rng.randbytes(3), rng.randbytes(rng.randrange(0, 30)), offset=i)
-                     for i in range(rng.randrange(1, 4)))
+    inner = b"".join(
+        legacy_message(magic, rng.randbytes(3), rng.randbytes(rng.randrange(0, 30)), offset=i)
+        for i in range(rng.randrange(1, 4))
+    )
     codec = rng.choice(CODECS)
     if codec == NONE:
         return inner
-    return legacy_message(magic, None, compress(codec, inner, rng), codec, offset=rng.choice((0, 2)),
-                          good_crc=rng.random() < 0.9)
+    return legacy_message(
+        magic, None, compress(codec, inner, rng), codec, offset=rng.choice((0, 2)), good_crc=rng.random() < 0.9
+    )
 
 
 def nested_legacy(depth: int, codec: int = GZIP) -> bytes:
@@ -163,7 +208,9 @@ def nested_legacy(depth: int, codec: int = GZIP) -> bytes:
 
 def random_records(rng: random.Random) -> bytes:
     """A records field of 0-3 batches or message sets, now and then cut short."""
-    parts = [random_v2_batch(rng) if rng.random() < 0.75 else random_legacy_set(rng) for _ in range(rng.randrange(0, 4))]
+    parts = [
+        random_v2_batch(rng) if rng.random() < 0.75 else random_legacy_set(rng) for _ in range(rng.randrange(0, 4))
+    ]
     data = b"".join(parts)
     if data and rng.random() < 0.1:
         data = data[: rng.randrange(len(data))]
@@ -178,7 +225,7 @@ BOMB_PATTERNS = ("zeros", "records")
 def _pattern_chunk(pattern: str, size: int) -> bytes:
     if pattern == "zeros":
         return bytes(size)
-    return (MINIMAL_RECORD * (size // len(MINIMAL_RECORD) + 1))[:size - size % len(MINIMAL_RECORD)]
+    return (MINIMAL_RECORD * (size // len(MINIMAL_RECORD) + 1))[: size - size % len(MINIMAL_RECORD)]
 
 
 @cache

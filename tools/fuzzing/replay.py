@@ -47,8 +47,15 @@ def load(path: Path):
 
 def outcomes(target, cases: list, limits: Limits) -> list[set[tuple[str, str]]]:
     """The (category, signature) pairs each case gives, each run in a limited child."""
-    result = run(ReplayTarget(target, cases), 0, range(len(cases)), jobs=1, limits=limits, batch=len(cases) or 1,
-                 keep_per_signature=len(cases) or 1)
+    result = run(
+        ReplayTarget(target, cases),
+        0,
+        range(len(cases)),
+        jobs=1,
+        limits=limits,
+        batch=len(cases) or 1,
+        keep_per_signature=len(cases) or 1,
+    )
     found: list[set] = [set() for _ in cases]
     for failure in result.failures:
         found[failure.index].add((failure.finding.category, failure.finding.signature))
@@ -62,7 +69,7 @@ def _shrink(items: list, rebuild, still_fails, budget: int) -> list:
         i = 0
         while i < len(items) and budget > 0:
             starts = list(range(i, len(items), n))[:64]
-            candidates = [items[:s] + items[s + n:] for s in starts]
+            candidates = [items[:s] + items[s + n :] for s in starts]
             budget -= len(candidates)
             verdicts = still_fails([rebuild(c) for c in candidates])
             hit = next((k for k, ok in enumerate(verdicts) if ok), None)
@@ -77,6 +84,7 @@ def _shrink(items: list, rebuild, still_fails, budget: int) -> list:
 
 def minimize(target, case, wanted: tuple[str, str], limits: Limits, budget: int = 3000):
     """A smaller case that still gives ``wanted``."""
+
     def still_fails(cases):
         return [wanted in found for found in outcomes(target, cases, limits)]
 
@@ -91,8 +99,10 @@ def minimize(target, case, wanted: tuple[str, str], limits: Limits, budget: int 
     except Exception:  # noqa: BLE001 - not a well-formed capture: shrink its bytes instead
         parsed = None
     if parsed is not None and parsed.packets and name.endswith((".pcap", ".pcapng")):
+
         def rebuild_packets(packets):
             return replace(case, files={**case.files, name: pcapio.write(parsed.with_packets(packets))})
+
         reference = rebuild_packets(parsed.packets)
         if still_fails([reference])[0]:
             packets = _shrink(list(parsed.packets), rebuild_packets, still_fails, budget)
@@ -100,9 +110,10 @@ def minimize(target, case, wanted: tuple[str, str], limits: Limits, budget: int 
 
     def rebuild_bytes(b):
         return replace(case, files={**case.files, name: bytes(b)})
+
     # Bytes one by one are too many for a capture: shrink in chunks of at least 16.
     data = case.files[name]
-    chunks = [data[i:i + 16] for i in range(0, len(data), 16)]
+    chunks = [data[i : i + 16] for i in range(0, len(data), 16)]
     kept = _shrink(chunks, lambda cs: rebuild_bytes(b"".join(cs)), still_fails, budget)
     return rebuild_bytes(b"".join(kept))
 
@@ -110,8 +121,14 @@ def minimize(target, case, wanted: tuple[str, str], limits: Limits, budget: int 
 def save_minimized(target, case, meta: dict, path: Path) -> Path:
     stem = path.name[: -len(".json")] + ".min"
     files = target.save(case, path.parent, stem)
-    meta = {**meta, **case.meta(), "size": case.size, "files": [p.name for p in files], "minimized_from": path.name,
-            "repro": f"python tools/fuzz.py repro {path.parent / (stem + '.json')}"}
+    meta = {
+        **meta,
+        **case.meta(),
+        "size": case.size,
+        "files": [p.name for p in files],
+        "minimized_from": path.name,
+        "repro": f"python tools/fuzz.py repro {path.parent / (stem + '.json')}",
+    }
     out = path.parent / f"{stem}.json"
     out.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
     return out

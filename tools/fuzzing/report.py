@@ -31,18 +31,31 @@ def command_line() -> str:
 
 
 def summary(kind: str, seed: int, indices: range, result: Result, settings: dict) -> dict:
-    signatures = [{"category": c, "signature": s, "inputs": n,
-                   "smallest": sorted((f.size, f.index) for f in result.failures
-                                      if (f.finding.category, f.finding.signature) == (c, s))[:1]}
-                  for (c, s), n in sorted(result.findings.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]
+    signatures = [
+        {
+            "category": c,
+            "signature": s,
+            "inputs": n,
+            "smallest": sorted(
+                (f.size, f.index) for f in result.failures if (f.finding.category, f.finding.signature) == (c, s)
+            )[:1],
+        }
+        for (c, s), n in sorted(result.findings.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
+    ]
     for entry in signatures:
         smallest = entry.pop("smallest")
         entry["smallest_index"], entry["smallest_size"] = (smallest[0][1], smallest[0][0]) if smallest else (None, None)
     counts = result.counts()
     return {
-        "kind": kind, "seed": seed, "first_index": indices.start, "inputs": result.inputs,
-        "seconds": round(result.seconds, 1), "counts": counts,
-        "clean": all(counts[c] == 0 for c in MUST_BE_ZERO), "settings": settings, "signatures": signatures,
+        "kind": kind,
+        "seed": seed,
+        "first_index": indices.start,
+        "inputs": result.inputs,
+        "seconds": round(result.seconds, 1),
+        "counts": counts,
+        "clean": all(counts[c] == 0 for c in MUST_BE_ZERO),
+        "settings": settings,
+        "signatures": signatures,
         "command": command_line(),
     }
 
@@ -59,11 +72,19 @@ def save_inputs(target, seed: int, result: Result, out: Path) -> int:
         except Exception:  # noqa: BLE001 - a harness finding: there is no input to save
             continue
         files = target.save(case, folder, stem)
-        meta = {**case.meta(), "kind": target.kind, "seed": seed, "index": failure.index, "size": case.size,
-                "category": failure.finding.category, "signature": failure.finding.signature,
-                "detail": failure.finding.detail, "files": [p.name for p in files],
-                "rerun": f"python tools/fuzz.py {target.kind} --seed {seed} --start {failure.index} --count 1",
-                "repro": f"python tools/fuzz.py repro {folder / (stem + '.json')}"}
+        meta = {
+            **case.meta(),
+            "kind": target.kind,
+            "seed": seed,
+            "index": failure.index,
+            "size": case.size,
+            "category": failure.finding.category,
+            "signature": failure.finding.signature,
+            "detail": failure.finding.detail,
+            "files": [p.name for p in files],
+            "rerun": f"python tools/fuzz.py {target.kind} --seed {seed} --start {failure.index} --count 1",
+            "repro": f"python tools/fuzz.py repro {folder / (stem + '.json')}",
+        }
         (folder / f"{stem}.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
         saved += 1
     return saved
@@ -73,8 +94,13 @@ def format_table(report: dict) -> str:
     lines = [f"{report['kind']}: {report['inputs']} inputs in {report['seconds']} s (seed {report['seed']})"]
     lines.append("  " + "  ".join(f"{c}={report['counts'][c]}" for c in CATEGORIES))
     for entry in report["signatures"]:
-        lines.append(f"  {entry['inputs']:>8}  {entry['category']:<10} {entry['signature']}"
-                     f"  (smallest: index {entry['smallest_index']}, {entry['smallest_size']} bytes)")
-    lines.append("  clean" if report["clean"] else "  NOT CLEAN: " + ", ".join(
-        f"{c}={report['counts'][c]}" for c in MUST_BE_ZERO if report["counts"][c]))
+        lines.append(
+            f"  {entry['inputs']:>8}  {entry['category']:<10} {entry['signature']}"
+            f"  (smallest: index {entry['smallest_index']}, {entry['smallest_size']} bytes)"
+        )
+    lines.append(
+        "  clean"
+        if report["clean"]
+        else "  NOT CLEAN: " + ", ".join(f"{c}={report['counts'][c]}" for c in MUST_BE_ZERO if report["counts"][c])
+    )
     return "\n".join(lines)

@@ -134,7 +134,9 @@ def run_one(target, seed: int, index: int, limits: Limits, rss_start: int) -> tu
         found.append(finding)
         escaped = None
     if over and not any(f.category == MEMORY for f in found):
-        found.append(Finding(MEMORY, "peak RSS over the bound", f"peak RSS grew {(_rss_bytes() - rss_start) // MiB} MiB"))
+        found.append(
+            Finding(MEMORY, "peak RSS over the bound", f"peak RSS grew {(_rss_bytes() - rss_start) // MiB} MiB")
+        )
     found = list({(f.category, f.signature): f for f in reversed(found)}.values())[::-1]  # once per input
     replace = any(f.category in (HANG, MEMORY) for f in found)
     return found, replace, size, meta
@@ -190,8 +192,9 @@ class _Slot:
 class _Pool:
     """Worker processes, the batches still to run and what they found."""
 
-    def __init__(self, target, seed: int, indices: range, jobs: int, limits: Limits, batch: int,
-                 keep_per_signature: int) -> None:
+    def __init__(
+        self, target, seed: int, indices: range, jobs: int, limits: Limits, batch: int, keep_per_signature: int
+    ) -> None:
         self.ctx = mp.get_context("fork")
         self.target, self.seed, self.jobs, self.limits = target, seed, jobs, limits
         self.result = Result(keep_per_signature=keep_per_signature)
@@ -287,8 +290,17 @@ class _Pool:
                 w.process.kill()
 
 
-def run(target, seed: int, indices: range, *, jobs: int = 1, limits: Limits = Limits(), batch: int = 200,
-        progress=None, keep_per_signature: int = 5) -> Result:
+def run(
+    target,
+    seed: int,
+    indices: range,
+    *,
+    jobs: int = 1,
+    limits: Limits = Limits(),
+    batch: int = 200,
+    progress=None,
+    keep_per_signature: int = 5,
+) -> Result:
     """Run ``target`` on every index in ``indices``; return what was found."""
     target.warm()
     pool = _Pool(target, seed, indices, jobs, limits, batch, keep_per_signature)

@@ -19,8 +19,16 @@ from kafka_protocol_source.spec.ir import Struct
 
 from . import recordgen
 
-_FIXED = {"bool": ">?", "int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "uint32": ">I",
-          "int64": ">q", "float64": ">d"}
+_FIXED = {
+    "bool": ">?",
+    "int8": ">b",
+    "int16": ">h",
+    "uint16": ">H",
+    "int32": ">i",
+    "uint32": ">I",
+    "int64": ">q",
+    "float64": ">d",
+}
 _BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint16": 16, "uint32": 32, "varint": 32, "varlong": 64}
 MAX_DEPTH = 6
 
@@ -54,11 +62,14 @@ class Writer:
     def text(self) -> bytes:
         r = self.rng.random()
         if r < 0.6:
-            return "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz-._0123456789")
-                           for _ in range(self.rng.randrange(0, 16))).encode()
+            return "".join(
+                self.rng.choice("abcdefghijklmnopqrstuvwxyz-._0123456789") for _ in range(self.rng.randrange(0, 16))
+            ).encode()
         if r < 0.9:
-            return "".join(chr(self.rng.choice((0x41, 0xE9, 0x3B1, 0x4E2D, 0x1F600)) + self.rng.randrange(8))
-                           for _ in range(self.rng.randrange(0, 6))).encode()
+            return "".join(
+                chr(self.rng.choice((0x41, 0xE9, 0x3B1, 0x4E2D, 0x1F600)) + self.rng.randrange(8))
+                for _ in range(self.rng.randrange(0, 6))
+            ).encode()
         return self.rng.randbytes(self.rng.randrange(0, 8))  # not always UTF-8
 
     def sized(self, data: bytes | None, compact: bool, wide: bool) -> bytes:
@@ -105,8 +116,10 @@ class Writer:
             return b"\x00" if field.compact else b"\xff\xff\xff\xff"
         n = self.count(depth)
         el = field.element
-        items = b"".join(self.struct(el, depth + 1) if isinstance(el, Struct) else self.primitive(el, False, field.compact)
-                         for _ in range(n))
+        items = b"".join(
+            self.struct(el, depth + 1) if isinstance(el, Struct) else self.primitive(el, False, field.compact)
+            for _ in range(n)
+        )
         if field.varint_count:
             head = recordgen.zigzag(n)
         else:
@@ -165,6 +178,7 @@ def every_api_version(registry) -> list[tuple[int, int]]:
         if response is None:
             continue
         versions = request.valid_versions
-        out += [(key, v) for v in range(versions.low, versions.high + 1)
-                if v in versions and v in response.valid_versions]
+        out += [
+            (key, v) for v in range(versions.low, versions.high + 1) if v in versions and v in response.valid_versions
+        ]
     return out

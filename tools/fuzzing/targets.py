@@ -113,8 +113,14 @@ class FrameTarget:
                         request = decoder.decode_request(case.request_payload)
                     except DecodeError:
                         request = None
-                result = decoder.decode_response(case.payload, case.api_key, case.api_version, request=request,
-                                                 lenient=case.lenient, protocol_type=case.protocol_type)
+                result = decoder.decode_response(
+                    case.payload,
+                    case.api_key,
+                    case.api_version,
+                    request=request,
+                    lenient=case.lenient,
+                    protocol_type=case.protocol_type,
+                )
         except DecodeError as e:
             return from_decode_error(e)
         return laundered_strings(result)
@@ -130,10 +136,18 @@ class FrameTarget:
     @staticmethod
     def load(meta: dict, directory: Path, stem: str) -> frame_cases.FrameCase:
         request = directory / f"{stem}.request.bin"
-        return frame_cases.FrameCase(meta["family"], meta["direction"], (directory / f"{stem}.bin").read_bytes(),
-                                     meta["api_key"], meta["api_version"], meta["lenient"],
-                                     request.read_bytes() if request.exists() else None,
-                                     meta.get("protocol_type"), meta.get("cold", False), tuple(meta["notes"]))
+        return frame_cases.FrameCase(
+            meta["family"],
+            meta["direction"],
+            (directory / f"{stem}.bin").read_bytes(),
+            meta["api_key"],
+            meta["api_version"],
+            meta["lenient"],
+            request.read_bytes() if request.exists() else None,
+            meta.get("protocol_type"),
+            meta.get("cold", False),
+            tuple(meta["notes"]),
+        )
 
 
 def load_check_accounting():
@@ -163,8 +177,9 @@ class CaptureTarget:
         if self.accounting != "off":
             self.check_accounting = load_check_accounting()
             if self.check_accounting is None and self.accounting == "on":
-                raise RuntimeError("--accounting on, but tests/accounting.py has no check_accounting to import "
-                                   f"(looked from {ROOT})")
+                raise RuntimeError(
+                    f"--accounting on, but tests/accounting.py has no check_accounting to import (looked from {ROOT})"
+                )
 
     def generate(self, seed: int, index: int) -> capture_cases.CaptureCase:
         return capture_cases.case(seed, index, self.families)
@@ -189,19 +204,31 @@ class CaptureTarget:
                     continue
                 if exchange.status not in STATUSES:
                     found.append(Finding(WRAPPED, f"unknown status {exchange.status!r}", repr(exchange)[:2000]))
-                found += laundered_strings({"error": exchange.error, "note": exchange.note,
-                                            "request": exchange.request, "response": exchange.response})
+                found += laundered_strings(
+                    {
+                        "error": exchange.error,
+                        "note": exchange.note,
+                        "request": exchange.request,
+                        "response": exchange.response,
+                    }
+                )
             if self.check_accounting is not None and case.accountable:
                 try:
-                    violations = [v for v in self.check_accounting(str(paths[0]), **case.accounting_options)
-                                  if "kafka-wire failed reading" not in str(v)]  # internal_error rows: crashes above
+                    violations = [
+                        v
+                        for v in self.check_accounting(str(paths[0]), **case.accounting_options)
+                        if "kafka-wire failed reading" not in str(v)
+                    ]  # internal_error rows: crashes above
                 except Exception as e:  # noqa: BLE001 - read_capture got through; the checker did not
                     failed = from_exception(e)
                     found.append(Finding(ACCOUNTING, f"check_accounting raised {failed.signature}", failed.detail))
                     violations = []
                 if violations:
-                    found.append(Finding(ACCOUNTING, f"accounting: {_shape(violations[0])}",
-                                         "\n".join(map(str, violations[:50]))))
+                    found.append(
+                        Finding(
+                            ACCOUNTING, f"accounting: {_shape(violations[0])}", "\n".join(map(str, violations[:50]))
+                        )
+                    )
             return _dedupe(found)
         finally:
             shutil.rmtree(directory, ignore_errors=True)
@@ -219,7 +246,9 @@ class CaptureTarget:
     def load(meta: dict, directory: Path, stem: str) -> capture_cases.CaptureCase:
         folder = directory / stem
         files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
-        return capture_cases.CaptureCase(meta["family"], files, tuple(meta["read"]), meta["options"], tuple(meta["notes"]))
+        return capture_cases.CaptureCase(
+            meta["family"], files, tuple(meta["read"]), meta["options"], tuple(meta["notes"])
+        )
 
 
 def _shape(violation) -> str:

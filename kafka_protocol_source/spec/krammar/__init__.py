@@ -8,4 +8,12 @@ from .parser import parse_krammar
 from .render import RenderError, render_krammar
 from .syntax import KrammarError
 
-__all__ = ["KrammarError", "RenderError", "load_krammar", "lower_document", "lower_shared_structs", "parse_krammar", "render_krammar"]
+__all__ = [
+    "KrammarError",
+    "RenderError",
+    "load_krammar",
+    "lower_document",
+    "lower_shared_structs",
+    "parse_krammar",
+    "render_krammar",
+]

@@ -59,8 +59,10 @@ def lint(path: Path) -> int:
         print(e, file=sys.stderr)
         return 1
     kinds = [m.kind for m in messages.values()]
-    print(f"{path}: {kinds.count('request')} request/response pairs, {kinds.count('header')} headers, "
-          f"{kinds.count('data')} data messages, {len(shared)} shared structs")
+    print(
+        f"{path}: {kinds.count('request')} request/response pairs, {kinds.count('header')} headers, "
+        f"{kinds.count('data')} data messages, {len(shared)} shared structs"
+    )
     return 0
 
 

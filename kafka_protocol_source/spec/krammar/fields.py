@@ -17,7 +17,8 @@ _DEFAULT = r"(?:\((?P<default>[^()]*)\))?"
 _HINT = r"(?P<hint>[A-Za-z][A-Za-z0-9]*)?"
 _ARRAY = re.compile(
     rf"(?:(?P<varint>varint)|(?P<nullable>nullable)(?:-(?P<nv>{VERSIONS}))?)?"
-    rf"\[(?P<element>=>|[A-Za-z][A-Za-z0-9-]*)\]{_HINT}{_DEFAULT}")
+    rf"\[(?P<element>=>|[A-Za-z][A-Za-z0-9-]*)\]{_HINT}{_DEFAULT}"
+)
 _STRUCT = re.compile(rf"(?:(?P<nullable>nullable)(?:-(?P<nv>{VERSIONS}))?)?=>{_HINT}{_DEFAULT}")
 _LENGTH = re.compile(r"length-field-minus => (?P<field>[A-Za-z][A-Za-z0-9]*) - (?P<minus>[0-9]+)")
 _SCALAR = re.compile(rf"(?P<nullable>nullable-)?(?P<base>[A-Za-z][A-Za-z0-9-]*?)(?:-(?P<nv>{VERSIONS}))?{_DEFAULT}")
@@ -43,7 +44,7 @@ def parse_field(content: str, line: int, indent: int, comment: tuple[str, ...], 
         cut = rest.find(" // ")
         if cut < 0 or rest.find("//") != cut + 1:
             fail("a version comment is written ' // v1+' after the type", type_offset + rest.find("//"))
-        attrs = _parse_attributes(rest[cut + 4:], type_offset + cut + 4, fail)
+        attrs = _parse_attributes(rest[cut + 4 :], type_offset + cut + 4, fail)
         rest = rest[:cut]
     spec = parse_type(rest, Position(line, indent + type_offset + 1), fail, type_offset)
     return FieldSpec(name=name, type=spec, at=Position(line, indent + 1), comment=comment, **attrs)
@@ -53,7 +54,7 @@ def _explain_bad_field(content: str, fail) -> None:
     name = NAME.match(content)
     if name is None:
         fail(f"expected a field 'Name: type', found {content!r}", 0)
-    after = content[name.end():]
+    after = content[name.end() :]
     if not after.startswith(":"):
         fail(f"field {name.group()} needs a colon after its name", name.end())
     if not after.startswith(": "):
@@ -67,8 +68,9 @@ def parse_type(text: str, at: Position, fail, offset: int) -> TypeSpec:
         match = _LENGTH.fullmatch(text)
         if match is None:
             fail("length-field-minus is written 'length-field-minus => Field - N'", offset)
-        return TypeSpec("length-field-minus", at, length_field=match.group("field"),
-                        length_minus=int(match.group("minus")))
+        return TypeSpec(
+            "length-field-minus", at, length_field=match.group("field"), length_minus=int(match.group("minus"))
+        )
     match = _ARRAY.fullmatch(text)
     if match is not None:
         element = match.group("element")
@@ -77,13 +79,25 @@ def parse_type(text: str, at: Position, fail, offset: int) -> TypeSpec:
         if element.startswith("nullable-") or element in ALWAYS_NULLABLE:
             fail(f"array elements cannot be nullable ({element})", offset + match.start("element"))
         array = "varint" if match.group("varint") else "nullable" if match.group("nullable") else "array"
-        return TypeSpec(element, replace(at, column=at.column + match.start("element")), array=array,
-                        nullable=array == "nullable", nullable_versions=_nv(match), hint=match.group("hint") or "",
-                        default=match.group("default"))
+        return TypeSpec(
+            element,
+            replace(at, column=at.column + match.start("element")),
+            array=array,
+            nullable=array == "nullable",
+            nullable_versions=_nv(match),
+            hint=match.group("hint") or "",
+            default=match.group("default"),
+        )
     match = _STRUCT.fullmatch(text)
     if match is not None:
-        return TypeSpec("=>", at, nullable=bool(match.group("nullable")), nullable_versions=_nv(match),
-                        hint=match.group("hint") or "", default=match.group("default"))
+        return TypeSpec(
+            "=>",
+            at,
+            nullable=bool(match.group("nullable")),
+            nullable_versions=_nv(match),
+            hint=match.group("hint") or "",
+            default=match.group("default"),
+        )
     match = _SCALAR.fullmatch(text)
     if match is None:
         fail(f"cannot read type {text!r}", offset)
@@ -93,8 +107,13 @@ def parse_type(text: str, at: Position, fail, offset: int) -> TypeSpec:
     if nullable and base in PRIMITIVES and base not in NULLABLE_PRIMITIVES:
         why = "is always nullable" if base in ALWAYS_NULLABLE else "cannot be null"
         fail(f"{base} {why}; drop the nullable- prefix", offset)
-    return TypeSpec(base, replace(at, column=at.column + match.start("base")), nullable=nullable,
-                    nullable_versions=_nv(match), default=match.group("default"))
+    return TypeSpec(
+        base,
+        replace(at, column=at.column + match.start("base")),
+        nullable=nullable,
+        nullable_versions=_nv(match),
+        default=match.group("default"),
+    )
 
 
 def _nv(match):
@@ -143,5 +162,8 @@ def _attribute(item: str, position: int, fail):
         if versions is None:
             fail(f"{word} takes a version range like v3+ or none, not {value!r}", position + len(word) + 1)
         return f"{word}_versions", versions
-    fail(f"unknown attribute {item!r} (expected a version range, tag N, tagged vN+, flexible vN+|none, "
-         "map key, entity Name, ignorable or zero copy)", position)
+    fail(
+        f"unknown attribute {item!r} (expected a version range, tag N, tagged vN+, flexible vN+|none, "
+        "map key, entity Name, ignorable or zero copy)",
+        position,
+    )

@@ -49,7 +49,7 @@ def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) 
     match = _HEADER.fullmatch(line)
     if match is None:
         name = re.match(r"[A-Za-z][A-Za-z0-9]*", line)
-        if name and line[name.end():].startswith(":"):
+        if name and line[name.end() :].startswith(":"):
             fail("top-level definitions have no colon after their name; only fields do", name.end())
         fail(f"expected a definition 'Name =>' at the start of the line, found {line!r}", 0)
     name, mods = match.group("name"), match.group("mods")
@@ -65,8 +65,11 @@ def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) 
     if not items:
         return Definition(name, "struct", at, comment=comment)  # the seed's plain ``SimpleType =>``
     if not items[0][0].startswith("key "):
-        fail(f"unknown first modifier {items[0][0]!r}: a request starts with 'key N, max version M', "
-             "any other struct with 'not top level'", items[0][1])
+        fail(
+            f"unknown first modifier {items[0][0]!r}: a request starts with 'key N, max version M', "
+            "any other struct with 'not top level'",
+            items[0][1],
+        )
     if not name.endswith("Request"):
         fail(f"a request's name ends in Request; {name} does not (or mark it 'not top level')", 0)
     values = _match_in_order(items, _REQUEST, fail, "a request")
@@ -74,8 +77,13 @@ def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) 
         fail("a request's second modifier is 'max version M'", items[1][1] if len(items) > 1 else len(line))
     _check_numbers(values, items, fail)
     return Definition(
-        name, "request", at, comment=comment, api_key=int(values["api_key"]),
-        max_version=int(values["max_version"]), min_version=int(values.get("min_version", 0)),
+        name,
+        "request",
+        at,
+        comment=comment,
+        api_key=int(values["api_key"]),
+        max_version=int(values["max_version"]),
+        min_version=int(values.get("min_version", 0)),
         flexible=parse_versions(values["flexible"]) if "flexible" in values else None,
         latest_unstable="latest_unstable" in values,
         deprecated=parse_versions(values["deprecated"]) if "deprecated" in values else None,
@@ -101,11 +109,16 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
     encoding = values.get("encoding")
     owners_at = next((c + len("for ") for text, c in items if text.startswith("for ")), 0)
     return Definition(
-        name, "struct", at, comment=comment, message_kind=kind,
+        name,
+        "struct",
+        at,
+        comment=comment,
+        message_kind=kind,
         max_version=int(values["max_version"]) if "max_version" in values else None,
         min_version=int(values.get("min_version", 0)),
         flexible=parse_versions(values["flexible"]) if "flexible" in values else None,
-        with_version_field=encoding == "with version field", no_encoding=encoding == "no encoding",
+        with_version_field=encoding == "with version field",
+        no_encoding=encoding == "no encoding",
         owners=tuple(values["owners"].split()) if "owners" in values else (),
         owners_column=owners_at + 1,
     )
@@ -113,6 +126,7 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
 
 def _check_numbers(values: dict[str, str], items, fail) -> None:
     """Keys and versions are int16 on the wire; a version range must not be empty."""
+
     def column(prefix: str) -> int:
         return next(c for text, c in items if text.startswith(prefix))
 

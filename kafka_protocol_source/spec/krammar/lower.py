@@ -61,12 +61,19 @@ class _Lowering:
         fields = self.fields(d.fields, d.name)
         common = self.common_structs(d)
         if d.role == "response":
-            return MessageDef(d.name, "response", request.api_key, request.valid_versions,
-                              request.flexible_versions, fields, common)
+            return MessageDef(
+                d.name, "response", request.api_key, request.valid_versions, request.flexible_versions, fields, common
+            )
         return MessageDef(
-            d.name, d.role if d.role == "request" else d.message_kind, d.api_key,
-            VersionRange(d.min_version, d.max_version), d.flexible or NONE, fields, common,
-            latest_version_unstable=d.latest_unstable, deprecated_versions=d.deprecated or NONE,
+            d.name,
+            d.role if d.role == "request" else d.message_kind,
+            d.api_key,
+            VersionRange(d.min_version, d.max_version),
+            d.flexible or NONE,
+            fields,
+            common,
+            latest_version_unstable=d.latest_unstable,
+            deprecated_versions=d.deprecated or NONE,
             listeners=d.listeners,
         )
 
@@ -101,10 +108,13 @@ class _Lowering:
                     self.fail(f"{spec.base} is shared only with other messages ('for'), not {message.name}", spec.at)
                 continue  # a primitive
             if spec.base in chain:
-                self.fail(f"circular structs: {' -> '.join(chain[chain.index(spec.base):] + (spec.base,))}", spec.at)
+                self.fail(f"circular structs: {' -> '.join(chain[chain.index(spec.base) :] + (spec.base,))}", spec.at)
             if self.order[id(struct)] > self.order[id(referrer)]:
-                self.fail(f"{message.name}'s {spec.base} is defined on line {struct.at.line}, after its use: "
-                          "named structs must be defined before they are used", spec.at)
+                self.fail(
+                    f"{message.name}'s {spec.base} is defined on line {struct.at.line}, after its use: "
+                    "named structs must be defined before they are used",
+                    spec.at,
+                )
             chosen[id(struct)] = struct
             self._follow(struct.fields, table, chosen, message, chain + (spec.base,), struct)
 
@@ -113,8 +123,10 @@ class _Lowering:
             column = struct.owners_column
             for owner in struct.owners:
                 if owner not in messages:
-                    self.fail(f"{struct.name} is 'for' {owner}, which is not a message in this file",
-                              Position(struct.at.line, column))
+                    self.fail(
+                        f"{struct.name} is 'for' {owner}, which is not a message in this file",
+                        Position(struct.at.line, column),
+                    )
                 column += len(owner) + 1
 
     # -- fields ------------------------------------------------------------------------------
@@ -162,10 +174,18 @@ class _Lowering:
             nullable = NONE
         self._check_default(t, name, nullable, f"{parent}.{spec.name}")
         return FieldDef(
-            name=spec.name, type=TypeRef(name, bool(t.array), t.array == "varint"), versions=versions,
+            name=spec.name,
+            type=TypeRef(name, bool(t.array), t.array == "varint"),
+            versions=versions,
             nullable_versions=nullable,
             tagged_versions=(spec.tagged_versions or versions) if spec.tag is not None else NONE,
-            tag=spec.tag, flexible_versions=spec.flexible_versions, default=t.default, map_key=spec.map_key,
-            entity_type=spec.entity_type, ignorable=spec.ignorable, zero_copy=spec.zero_copy, fields=inline,
+            tag=spec.tag,
+            flexible_versions=spec.flexible_versions,
+            default=t.default,
+            map_key=spec.map_key,
+            entity_type=spec.entity_type,
+            ignorable=spec.ignorable,
+            zero_copy=spec.zero_copy,
+            fields=inline,
             length_from=length_from,
         )

@@ -38,8 +38,10 @@ class _Parser:
         raise KrammarError(message, line, column, self.source)
 
     def _check_characters(self, line: str, number: int) -> None:
-        for char, why in (("\t", "tabs are not allowed: indent with spaces"),
-                          ("\r", "carriage return: lines end with \\n only")):
+        for char, why in (
+            ("\t", "tabs are not allowed: indent with spaces"),
+            ("\r", "carriage return: lines end with \\n only"),
+        ):
             if char in line:
                 self.fail(why, number, line.index(char) + 1)
         if line.endswith(" "):
@@ -96,8 +98,11 @@ class _Parser:
 
     def _comments(self, indent: int) -> tuple[str, ...]:
         comment = []
-        while self.i < len(self.lines) and self.lines[self.i][indent:].startswith("//") \
-                and _indent(self.lines[self.i]) == indent:
+        while (
+            self.i < len(self.lines)
+            and self.lines[self.i][indent:].startswith("//")
+            and _indent(self.lines[self.i]) == indent
+        ):
             comment.append(self.lines[self.i][indent:])
             self.i += 1
         return tuple(comment)
@@ -108,8 +113,10 @@ class _Parser:
         if definition.role == "response":
             request = definition.name[: -len("Response")] + "Request"
             if previous is not None and previous.name == request and previous.role != "request":
-                self.fail(f"{definition.name} follows {request}, which has no 'key N, max version M' and so is "
-                          "not a request", at)
+                self.fail(
+                    f"{definition.name} follows {request}, which has no 'key N, max version M' and so is not a request",
+                    at,
+                )
             if previous is None or previous.role != "request" or previous.name != request:
                 self.fail(f"{definition.name} must directly follow {request}", at)
         elif previous is not None and previous.role == "request":
@@ -123,8 +130,11 @@ class _Parser:
         if definition.with_version_field:
             first = definition.fields[0] if definition.fields else None
             if first is None or first.name != "Version" or first.type.base != "int16" or first.type.array:
-                self.fail(f"{definition.name} is 'with version field': its first field must be 'Version: int16'",
-                          first.at.line if first else definition.at.line, first.at.column if first else 1)
+                self.fail(
+                    f"{definition.name} is 'with version field': its first field must be 'Version: int16'",
+                    first.at.line if first else definition.at.line,
+                    first.at.column if first else 1,
+                )
 
     # -- fields ------------------------------------------------------------------------------
 
@@ -142,8 +152,12 @@ class _Parser:
             if spaces < indent:
                 break
             if spaces > indent:
-                self.fail(f"indented {spaces} spaces where {indent} are expected (two more than the struct "
-                          "only under a '=>' field)", number, indent + 1)
+                self.fail(
+                    f"indented {spaces} spaces where {indent} are expected (two more than the struct "
+                    "only under a '=>' field)",
+                    number,
+                    indent + 1,
+                )
             comment = self._comments(indent)
             if comment:
                 if self.i == len(self.lines) or _indent(self.lines[self.i]) != indent or self.lines[self.i] == "":
@@ -158,12 +172,16 @@ class _Parser:
                     self.fail(f"structs nest at most {MAX_DEPTH} levels deep", number, field.type.at.column)
                 nested = self._fields(depth + 1)
                 if not nested:
-                    self.fail(f"{field.name} opens a struct ('=>') but no fields follow, indented "
-                              f"{indent + 2} spaces", number, field.type.at.column)
+                    self.fail(
+                        f"{field.name} opens a struct ('=>') but no fields follow, indented {indent + 2} spaces",
+                        number,
+                        field.type.at.column,
+                    )
                 field = replace(field, type=replace(field.type, fields=nested))
             if field.name in names:
-                self.fail(f"field {field.name} is already defined on line {names[field.name].at.line}",
-                          number, indent + 1)
+                self.fail(
+                    f"field {field.name} is already defined on line {names[field.name].at.line}", number, indent + 1
+                )
             names[field.name] = field
             fields.append(field)
         return tuple(fields)
@@ -180,12 +198,19 @@ class _Parser:
         if spec.base == "length-field-minus":
             source = earlier.get(spec.length_field)
             if source is None or source.type.base not in INTEGERS or source.type.array:
-                self.fail(f"length-field-minus reads its length from {spec.length_field!r}, which must be an "
-                          "earlier integer field of this struct", at.line, at.column)
+                self.fail(
+                    f"length-field-minus reads its length from {spec.length_field!r}, which must be an "
+                    "earlier integer field of this struct",
+                    at.line,
+                    at.column,
+                )
             need, have = field.versions or ALL, source.versions or ALL
             if not (have.low <= need.low and need.high <= have.high):
-                self.fail(f"{spec.length_field} exists in versions {have} only, but {field.name} needs its length in "
-                          f"{need}", at.line, at.column)
+                self.fail(
+                    f"{spec.length_field} exists in versions {have} only, but {field.name} needs its length in {need}",
+                    at.line,
+                    at.column,
+                )
             return
         if spec.anonymous or spec.base in PRIMITIVES:
             return
@@ -193,8 +218,9 @@ class _Parser:
             self.fail(f"circular struct: {spec.base} contains itself", at.line, at.column)
         known = self.defined.get(spec.base)
         if not known:
-            self.fail(f"unknown type {spec.base!r} (named structs must be defined before they are used)",
-                      at.line, at.column)
+            self.fail(
+                f"unknown type {spec.base!r} (named structs must be defined before they are used)", at.line, at.column
+            )
         if known[-1].role != "struct" or known[-1].message_kind:
             self.fail(f"{spec.base} is a message, not a struct a field can hold", at.line, at.column)
 

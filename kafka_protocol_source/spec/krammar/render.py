@@ -65,8 +65,10 @@ def _shared_structs(group: list[MessageDef]) -> list[str]:
                     break
             else:
                 owned.append((struct, [message.name]))
-    return [_lines(f"{s.name} => not top level, for {' '.join(owners)}", s.fields, s.name)
-            for s, owners in _before_use(owned)]
+    return [
+        _lines(f"{s.name} => not top level, for {' '.join(owners)}", s.fields, s.name)
+        for s, owners in _before_use(owned)
+    ]
 
 
 def _before_use(owned: list[tuple[StructDef, list[str]]]) -> list[tuple[StructDef, list[str]]]:
@@ -100,15 +102,21 @@ def _before_use(owned: list[tuple[StructDef, list[str]]]) -> list[tuple[StructDe
 
 def _message(message: MessageDef, request: MessageDef) -> str:
     if message.kind == "response":
-        same = (message.api_key, message.valid_versions, message.flexible_versions) == \
-               (request.api_key, request.valid_versions, request.flexible_versions)
+        same = (message.api_key, message.valid_versions, message.flexible_versions) == (
+            request.api_key,
+            request.valid_versions,
+            request.flexible_versions,
+        )
         if not same or message.latest_version_unstable or not message.deprecated_versions.empty or message.listeners:
-            raise RenderError(f"{message.name} differs from {request.name} in key, versions or flags; "
-                              "a krammar response takes all of these from its request")
+            raise RenderError(
+                f"{message.name} differs from {request.name} in key, versions or flags; "
+                "a krammar response takes all of these from its request"
+            )
         return _lines(f"{message.name} =>", message.fields, message.name)
     versions = message.valid_versions
-    if message.kind != "request" and (message.latest_version_unstable or not message.deprecated_versions.empty
-                                      or message.listeners):
+    if message.kind != "request" and (
+        message.latest_version_unstable or not message.deprecated_versions.empty or message.listeners
+    ):
         raise RenderError(f"{message.name}: a {message.kind} struct has no unstable/deprecated/listeners modifiers")
     mods = [f"key {message.api_key}"] if message.kind == "request" else ["not top level", message.kind]
     mods.append(f"max version {versions.high}")

@@ -27,8 +27,12 @@ CASES = {
     "indented definition": ("  A =>\n  X: int8\n", 1, 1, "indented line where a definition"),
     "struct with no fields": ("A =>\n  X: [=>]\n  Y: int8\n", 2, 7, "no fields follow"),
     "comment describing nothing": ("A =>\n  X: int8\n  // dangling\n", 3, 3, "directly above the field"),
-    "comment before a shallower field": ("A =>\n  X: =>\n    Y: int8\n    // about W\n  W: int8\n", 4, 5,
-                                         "directly above the field"),
+    "comment before a shallower field": (
+        "A =>\n  X: =>\n    Y: int8\n    // about W\n  W: int8\n",
+        4,
+        5,
+        "directly above the field",
+    ),
     "comment at the wrong depth": ("A =>\n  X: int8\n// stray\n", 3, 1, "indented like the field"),
     # blank lines between definitions
     "no blank line": ("A =>\n  X: int8\nB =>\n  Y: int8\n", 3, 1, "separated by one blank line"),
@@ -37,14 +41,26 @@ CASES = {
     "blank line at the start": ("\nA =>\n  X: int8\n", 1, 1, "blank line where a definition should start"),
     "floating comment": ("A =>\n  X: int8\n\n// about B\n\nB =>\n  Y: int8\n", 4, 1, "directly above the definition"),
     # responses
-    "response without its request": ("B => not top level\n  X: int8\n\nAResponse =>\n  Y: int8\n", 4, 1,
-                                      "AResponse must directly follow ARequest"),
+    "response without its request": (
+        "B => not top level\n  X: int8\n\nAResponse =>\n  Y: int8\n",
+        4,
+        1,
+        "AResponse must directly follow ARequest",
+    ),
     "response of another request": (PAIR.replace("AResponse", "BResponse"), 4, 1, "BResponse must directly follow"),
-    "request without a response": ("ARequest => key 0, max version 1\n  X: int8\n\nB => not top level\n  Y: int8\n",
-                                   4, 1, "ARequest must be followed directly by AResponse"),
+    "request without a response": (
+        "ARequest => key 0, max version 1\n  X: int8\n\nB => not top level\n  Y: int8\n",
+        4,
+        1,
+        "ARequest must be followed directly by AResponse",
+    ),
     "request last in the file": ("ARequest => key 0, max version 1\n  X: int8\n", 1, 1, "followed by AResponse"),
-    "request without modifiers": ("ARequest =>\n  X: int8\n\nAResponse =>\n  Y: int8\n", 4, 1,
-                                  "has no 'key N, max version M'"),
+    "request without modifiers": (
+        "ARequest =>\n  X: int8\n\nAResponse =>\n  Y: int8\n",
+        4,
+        1,
+        "has no 'key N, max version M'",
+    ),
     "blank line inside a struct": ("A =>\n  X: int8\n\n  Y: int8\n", 3, 1, "a blank line ends a definition"),
     "response with modifiers": (PAIR.replace("AResponse =>", "AResponse => key 0"), 4, 14, "no modifiers"),
     # modifiers
@@ -55,12 +71,26 @@ CASES = {
     "min above max": ("ARequest => key 1, max version 1, min version 5\n  X: int8\n", 1, 35, "is above max version"),
     "non-ASCII digits": ("ARequest => key \u0661, max version 3\n  X: int8\n", 1, 13, "unknown modifier 'key"),
     "no max version": ("ARequest => key 0, admin\n  X: int8\n", 1, 20, "'max version M'"),
-    "modifiers out of order": ("ARequest => key 0, max version 1, admin, flexible v1+\n  X: int8\n", 1, 42,
-                               "out of order"),
+    "modifiers out of order": (
+        "ARequest => key 0, max version 1, admin, flexible v1+\n  X: int8\n",
+        1,
+        42,
+        "out of order",
+    ),
     "unknown modifier": ("ARequest => key 0, max version 1, bogus\n  X: int8\n", 1, 35, "unknown modifier 'bogus'"),
     "request not named Request": ("A => key 0, max version 1\n  X: int8\n", 1, 1, "ends in Request"),
-    "both encodings": ("A => not top level, with version field, no encoding\n  Version: int16\n", 1, 41, "out of order"),
-    "versions on a shared struct": ("A => not top level, max version 1\n  X: int8\n", 1, 21, "only a 'data' or 'header'"),
+    "both encodings": (
+        "A => not top level, with version field, no encoding\n  Version: int16\n",
+        1,
+        41,
+        "out of order",
+    ),
+    "versions on a shared struct": (
+        "A => not top level, max version 1\n  X: int8\n",
+        1,
+        21,
+        "only a 'data' or 'header'",
+    ),
     "version field missing": ("A => not top level, with version field\n  X: int8\n", 2, 3, "'Version: int16'"),
     "bad flexible range": ("ARequest => key 0, max version 1, flexible 3+\n  X: int8\n", 1, 35, "like v3+"),
     # types
@@ -79,12 +109,24 @@ CASES = {
     "nullable elements": ("A =>\n  X: [nullable-string]\n", 2, 7, "elements cannot be nullable"),
     "length from a later field": ("A =>\n  X: length-field-minus => L - 1\n  L: int32\n", 2, 6, "earlier integer"),
     "length from a string": ("A =>\n  L: string\n  X: length-field-minus => L - 1\n", 3, 6, "earlier integer"),
-    "length from fewer versions": ("A =>\n  L: int32 // v2+\n  X: length-field-minus => L - 1\n", 3, 6,
-                                   "exists in versions 2+ only"),
-    "nested too deep": ("A =>\n" + "".join("  " * (i + 1) + f"F{i}: =>\n" for i in range(40)) + "  " * 41 + "X: int8\n",
-                        33, 70, "at most 32 levels"),
-    "length-field-minus spelled wrong": ("A =>\n  L: int32\n  X: length-field-minus => L-1\n", 3, 6,
-                                         "'length-field-minus => Field - N'"),
+    "length from fewer versions": (
+        "A =>\n  L: int32 // v2+\n  X: length-field-minus => L - 1\n",
+        3,
+        6,
+        "exists in versions 2+ only",
+    ),
+    "nested too deep": (
+        "A =>\n" + "".join("  " * (i + 1) + f"F{i}: =>\n" for i in range(40)) + "  " * 41 + "X: int8\n",
+        33,
+        70,
+        "at most 32 levels",
+    ),
+    "length-field-minus spelled wrong": (
+        "A =>\n  L: int32\n  X: length-field-minus => L-1\n",
+        3,
+        6,
+        "'length-field-minus => Field - N'",
+    ),
     # version comments
     "version without v": ("A =>\n  X: int8 // 3+\n", 2, 14, "not of the form v1+"),
     "version range backwards": ("A =>\n  X: int8 // v5-v3\n", 2, 14, "low <= high"),
@@ -112,28 +154,63 @@ def test_each_rule_names_its_line_and_column(case):
 LOWERING = {
     "clashing tags": ("A =>\n  X: int8 // tag 0\n  Y: int8 // tag 0\n", 3, 3, "tag 0 is already used by X"),
     "struct shared with other messages": (
-        "S => not top level, for BRequest\n  X: int8\n\n" + PAIR.replace("X: int8", "X: S")
+        "S => not top level, for BRequest\n  X: int8\n\n"
+        + PAIR.replace("X: int8", "X: S")
         + "\nBRequest => key 1, max version 0\n  S: S\n\nBResponse =>\n  E: int16\n",
-        5, 6, "shared only with other messages"),
-    "owner that is no message": ("S => not top level, for ARequest Nobody\n  X: int8\n\n" + PAIR, 1, 34,
-                                 "not a message"),
-    "clashing tags, not the latest": ("A =>\n  X: int8 // v0-v3, tag 0\n  Y: int8 // v5+, tag 0\n  Z: int8 // v2-v2, tag 0\n",
-                                      4, 3, "tag 0 is already used by X"),
+        5,
+        6,
+        "shared only with other messages",
+    ),
+    "owner that is no message": (
+        "S => not top level, for ARequest Nobody\n  X: int8\n\n" + PAIR,
+        1,
+        34,
+        "not a message",
+    ),
+    "clashing tags, not the latest": (
+        "A =>\n  X: int8 // v0-v3, tag 0\n  Y: int8 // v5+, tag 0\n  Z: int8 // v2-v2, tag 0\n",
+        4,
+        3,
+        "tag 0 is already used by X",
+    ),
     "used before defined, through for": (
         "S => not top level, for BRequest\n  X: int8\n\nARequest => key 0, max version 0\n  S: S\n\nAResponse =>\n"
         "  E: int16\n\nS => not top level, for ARequest\n  Z: string\n\nBRequest => key 1, max version 0\n  S: S\n\n"
-        "BResponse =>\n  E: int16\n", 5, 6, "defined on line 10, after its use"),
-    "default out of range": ("ARequest => key 0, max version 0\n  X: int8(300)\n\nAResponse =>\n  E: int16\n", 2, 6,
-                             "bad default '300' for int8"),
-    "default that is no number": ("ARequest => key 0, max version 0\n  X: int32(abc)\n\nAResponse =>\n  E: int16\n",
-                                  2, 6, "bad default 'abc'"),
+        "BResponse =>\n  E: int16\n",
+        5,
+        6,
+        "defined on line 10, after its use",
+    ),
+    "default out of range": (
+        "ARequest => key 0, max version 0\n  X: int8(300)\n\nAResponse =>\n  E: int16\n",
+        2,
+        6,
+        "bad default '300' for int8",
+    ),
+    "default that is no number": (
+        "ARequest => key 0, max version 0\n  X: int32(abc)\n\nAResponse =>\n  E: int16\n",
+        2,
+        6,
+        "bad default 'abc'",
+    ),
     "null default on a string that is not nullable": (
-        "ARequest => key 0, max version 0\n  X: string(null)\n\nAResponse =>\n  E: int16\n", 2, 6,
-        "not nullable"),
-    "bool default that is no bool": ("ARequest => key 0, max version 0\n  X: bool(yes)\n\nAResponse =>\n  E: int16\n",
-                                     2, 6, "bad default 'yes' for bool"),
-    "array default that is not null": ("ARequest => key 0, max version 0\n  X: nullable[int8](1)\n\nAResponse =>\n"
-                                       "  E: int16\n", 2, 15, "can only be null"),
+        "ARequest => key 0, max version 0\n  X: string(null)\n\nAResponse =>\n  E: int16\n",
+        2,
+        6,
+        "not nullable",
+    ),
+    "bool default that is no bool": (
+        "ARequest => key 0, max version 0\n  X: bool(yes)\n\nAResponse =>\n  E: int16\n",
+        2,
+        6,
+        "bad default 'yes' for bool",
+    ),
+    "array default that is not null": (
+        "ARequest => key 0, max version 0\n  X: nullable[int8](1)\n\nAResponse =>\n  E: int16\n",
+        2,
+        15,
+        "can only be null",
+    ),
 }
 
 
@@ -143,6 +220,7 @@ def test_lowering_errors_point_into_the_file(case):
     document = parse_krammar(text, "defs.krammar")
     if case.startswith("clashing tags"):  # tags are checked for every struct, messages or not
         from kafka_protocol_source.spec.krammar import lower_shared_structs
+
         with pytest.raises(KrammarError) as caught:
             lower_shared_structs(document)
     else:
@@ -153,8 +231,10 @@ def test_lowering_errors_point_into_the_file(case):
 
 
 def test_structs_may_share_a_name_when_their_messages_differ():
-    text = ("S => not top level, for ARequest\n  X: int8\n\nS => not top level, for AResponse\n  Y: string\n\n"
-            "ARequest => key 0, max version 0\n  S: S\n\nAResponse =>\n  S: [S]\n")
+    text = (
+        "S => not top level, for ARequest\n  X: int8\n\nS => not top level, for AResponse\n  Y: string\n\n"
+        "ARequest => key 0, max version 0\n  S: S\n\nAResponse =>\n  S: [S]\n"
+    )
     messages = lower_document(parse_krammar(text))
     assert [f.name for f in messages["ARequest"].common_structs[0].fields] == ["X"]
     assert [f.name for f in messages["AResponse"].common_structs[0].fields] == ["Y"]

@@ -23,12 +23,14 @@ def mutated(draw):
         if action == "insert":
             text = text[:at] + draw(st.text(ALPHABET, min_size=1, max_size=3)) + text[at:]
         elif action == "delete":
-            text = text[:at] + text[at + draw(st.integers(1, 6)):]
+            text = text[:at] + text[at + draw(st.integers(1, 6)) :]
         else:
             start = text.rfind("\n", 0, at) + 1
             end = text.find("\n", at)
             end = len(text) if end < 0 else end + 1
-            text = text[:end] + text[start:end] + text[end:] if action == "duplicate line" else text[:start] + text[end:]
+            text = (
+                text[:end] + text[start:end] + text[end:] if action == "duplicate line" else text[:start] + text[end:]
+            )
     return text
 
 

@@ -10,7 +10,9 @@ from kafka_protocol_source.spec.registry import SpecRegistry
 from ...codec.record_shapes import HEADER_SIZE, RECORD, RECORD_BATCH, build_batch
 from .seed_examples import LENGTH_FIELD_MINUS
 
-RECORDS = LENGTH_FIELD_MINUS.replace("not top level, no encoding", "not top level, data, max version 0") + """
+RECORDS = (
+    LENGTH_FIELD_MINUS.replace("not top level, no encoding", "not top level, data, max version 0")
+    + """
 Record => not top level, data, max version 0
   Length: varint
   Attributes: int8
@@ -22,6 +24,7 @@ Record => not top level, data, max version 0
     Key: varint-string
     Value: varint-bytes
 """
+)
 
 
 def test_krammar_record_shapes_lower_to_the_hand_built_ir():
@@ -30,8 +33,9 @@ def test_krammar_record_shapes_lower_to_the_hand_built_ir():
 
 
 def test_a_kafka_python_batch_decodes_through_the_krammar_definitions():
-    wire = build_batch([(0, b"k", b"v" * 30, [("trace", b"abc"), ("empty", None)]), (7, None, None, [])],
-                       1_700_000_000_000)
+    wire = build_batch(
+        [(0, b"k", b"v" * 30, [("trace", b"abc"), ("empty", None)]), (7, None, None, [])], 1_700_000_000_000
+    )
     decoder = Decoder(SpecRegistry(lower_document(parse_krammar(RECORDS)), "krammar"))
     batch = decoder.parse_message("RecordBatch", 0, wire)
     assert batch["num_records"] == 2 and batch["records"] == wire[HEADER_SIZE:]

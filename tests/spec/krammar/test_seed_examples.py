@@ -38,8 +38,11 @@ def test_a_struct_fields_version_bounds_the_fields_inside_it():
     (field,) = only(seed.STRUCT_FIELD_VERSION).fields
     assert field.versions == VersionRange.parse("3-5")
     assert field.type.anonymous and field.type.array == "array"
-    assert [(f.name, f.type.base, f.versions) for f in field.type.fields] == \
-        [("Biz", "int8", None), ("Bar", "int8", None), ("Baz", "int8", None)]
+    assert [(f.name, f.type.base, f.versions) for f in field.type.fields] == [
+        ("Biz", "int8", None),
+        ("Bar", "int8", None),
+        ("Baz", "int8", None),
+    ]
     assert field.comment == ("// All fields in FooField are bounded between version 3 and 5.",)
 
 
@@ -89,8 +92,11 @@ def test_length_field_minus_reads_its_size_from_an_earlier_field():
     batch = only(seed.LENGTH_FIELD_MINUS)
     assert batch.no_encoding and not batch.with_version_field
     records = batch.fields[-1]
-    assert (records.type.base, records.type.length_field, records.type.length_minus) == \
-        ("length-field-minus", "Length", 49)
+    assert (records.type.base, records.type.length_field, records.type.length_minus) == (
+        "length-field-minus",
+        "Length",
+        49,
+    )
     (lowered,) = lower_shared_structs(parse_krammar(seed.LENGTH_FIELD_MINUS))
     assert lowered.fields[-1] == FieldDef("Records", TypeRef("bytes"), ALL, length_from=("Length", 49))
 
@@ -126,8 +132,10 @@ def test_with_version_field_starts_with_the_version():
 def test_a_struct_fields_versions_bound_its_fields_when_resolved():
     """The seed's FooField example as a real request: FooField and the fields inside it exist in
     v3-v5 only, though Biz, Bar and Baz carry no version comment of their own."""
-    text = seed.STRUCT_FIELD_VERSION.replace("FooRequest =>", "FooRequest => key 0, max version 9") + \
-        "\nFooResponse =>\n  ErrorCode: int16\n"
+    text = (
+        seed.STRUCT_FIELD_VERSION.replace("FooRequest =>", "FooRequest => key 0, max version 9")
+        + "\nFooResponse =>\n  ErrorCode: int16\n"
+    )
     registry = SpecRegistry(lower_document(parse_krammar(text)))
     for version, present in ((2, False), (3, True), (5, True), (6, False)):
         struct = registry.resolved("FooRequest", version)
