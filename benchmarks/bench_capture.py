@@ -29,10 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "capture"))
 
-from kafka_protocol_source import read_capture  # noqa: E402
-from kafka_protocol_source.capture import TcpSegment, read_packets  # noqa: E402
-from kafka_protocol_source.tcp import reassemble  # noqa: E402
-from tests.spark.bigcapture import with_client  # noqa: E402 - the client rewrite bench_spark uses too
+from kafka_protocol_source import read_capture
+from kafka_protocol_source.capture import TcpSegment, read_packets
+from kafka_protocol_source.tcp import reassemble
+from tests.spark.bigcapture import with_client
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_captures"
 # broker ports of the capture being measured: 9092 for crafted captures, the samples' for --samples

@@ -22,10 +22,10 @@ import time
 import uuid
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12 import response as fetch12
 from kio.schema.metadata.v12 import request as metadata12
 from kio.schema.produce.v9 import request as produce9
-from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from kafka_protocol_source import Decoder, decoder_for

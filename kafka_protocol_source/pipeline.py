@@ -34,7 +34,7 @@ from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.api_keys import API_VERSIONS
 from .spec.headers import request_header_version
-from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamGap, reassemble
+from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, reassemble
 
 # Packet-level issues that the tcp stage already turns into gaps of the streams they cut.
 _SHOWN_AS_GAPS = {"snaplen_cut"}

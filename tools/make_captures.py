@@ -22,13 +22,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capture_kit import brokers, payloads, sessions, sniffers  # noqa: E402
+from capture_kit import brokers, payloads, sessions, sniffers
 
 log = logging.getLogger("make_captures")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         if scenario.name in wanted:
             try:
                 record_scenario(scenario, args.out)
-            except Exception:  # noqa: BLE001 - one broken scenario should not cost the others
+            except Exception:  # one broken scenario should not cost the others
                 log.exception("%s failed", scenario.name)
                 failed.append(scenario.name)
     if TCPFLOW_NAME in wanted:

@@ -18,15 +18,15 @@ from .reader import read_packets
 from .source import detect_format
 
 __all__ = [
-    "read_packets",
-    "detect_format",
+    "ACK",
+    "FIN",
+    "PSH",
+    "RST",
+    "SYN",
     "CaptureError",
     "CaptureFormat",
     "CaptureIssue",
     "TcpSegment",
-    "FIN",
-    "SYN",
-    "RST",
-    "PSH",
-    "ACK",
+    "detect_format",
+    "read_packets",
 ]

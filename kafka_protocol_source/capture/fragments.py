@@ -14,7 +14,7 @@ MAX_DATAGRAM = 65535
 
 
 class _Group:
-    __slots__ = ("pieces", "total", "proto", "first_ts", "first_index", "first_offset", "nbytes", "poisoned", "done")
+    __slots__ = ("done", "first_index", "first_offset", "first_ts", "nbytes", "pieces", "poisoned", "proto", "total")
 
     def __init__(self, ts: int, index: int, offset: int) -> None:
         self.pieces: list[tuple[int, bytes]] = []

@@ -25,7 +25,7 @@ class Gunzip:
     "read_error" when the file itself could not be read.
     """
 
-    __slots__ = ("_read", "_inflate", "_input", "_in_member", "_done", "failure")
+    __slots__ = ("_done", "_in_member", "_inflate", "_input", "_read", "failure")
 
     def __init__(self, read_compressed: Callable[[int], bytes], head: bytes = b"") -> None:
         self._read = read_compressed

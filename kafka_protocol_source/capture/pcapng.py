@@ -46,7 +46,7 @@ _BE = {k: struct.Struct(">" + s.format[1:]) for k, s in _LE.items()}
 class _Interface:
     """Link type and timestamp scaling of one IDB: ns = ticks * mul // div + offset_ns."""
 
-    __slots__ = ("number", "linktype", "snaplen", "tsresol", "offset_s", "mul", "div", "offset_ns", "told_bad_time")
+    __slots__ = ("div", "linktype", "mul", "number", "offset_ns", "offset_s", "snaplen", "told_bad_time", "tsresol")
 
     def __init__(self, number: int, linktype: int, snaplen: int, tsresol: int, offset_s: int) -> None:
         self.number = number

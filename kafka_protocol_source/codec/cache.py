@@ -8,14 +8,13 @@ parser of the same message is kept too; it is only used to say where a bad frame
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from ..spec.ir import Struct
 from ..spec.registry import SpecRegistry
 from .builder import build_parser
 from .constructs import Struct as ConstructStruct
-
 
 _LENGTH_PREFIXED = frozenset({"array", "string", "bytes", "records"})
 

@@ -13,10 +13,10 @@ import threading
 from functools import lru_cache
 from io import BytesIO
 
+from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from ..spec.api_keys import API_VERSIONS
 from ..spec.headers import request_header_version, response_header_version
 from ..spec.registry import SpecRegistry, registry_for
-from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .cache import ParserCache
 from .embedded import decode_embedded
 from .errors import DecodeError, TrailingBytes, Truncated, WireError
@@ -235,7 +235,7 @@ class Decoder:
         start = io.tell()
         try:
             value = parser.parse_compiled(io)
-        except Exception as compiled_error:  # noqa: BLE001 - any failure is re-read below to say where
+        except Exception as compiled_error:  # any failure is re-read below to say where
             io.seek(start)
             try:
                 value = parser.interpreted._parse(io, None, "")
@@ -248,7 +248,7 @@ class Decoder:
                     truncated=isinstance(e, Truncated),
                     **where,
                 ) from e
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise DecodeError(f"{name}: {type(e).__name__}: {e}", offset=io.tell(), **where) from e
             # Both parsers read bytes through the same runtime, so this is a bug of ours: say so.
             raise DecodeError(

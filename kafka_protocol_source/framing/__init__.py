@@ -8,4 +8,4 @@ codec; ``kafka_protocol_source.pipeline`` wires it to the other stages (``read_c
 
 from .model import CAPTURE_ERROR, MALFORMED_STATUSES, STATUSES, Exchange, Frame
 
-__all__ = ["CAPTURE_ERROR", "MALFORMED_STATUSES", "Exchange", "Frame", "STATUSES"]
+__all__ = ["CAPTURE_ERROR", "MALFORMED_STATUSES", "STATUSES", "Exchange", "Frame"]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
-from .quirks import explain
 from .model import GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange, Frame
+from .quirks import explain
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
 from .splitter import Partial, Skipped
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from dataclasses import dataclass
+
 from .model import Frame
 from .sniff import CONFIRMED, MAYBE, StartCheck, first_confirmed
 

@@ -12,11 +12,10 @@ import struct
 import zlib
 
 import cramjam
+import zstandard
 
 from .errors import RecordsError
 from .lz4_frame import decompress_lz4_frames
-
-import zstandard
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _GZIP_STEP = 1 << 20

@@ -9,10 +9,10 @@ next entry's position is then unknown. Does not decode batch contents itself.
 
 import struct
 
+from .budget import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .control import ControlDecoder
 from .default_batch import MIN_BATCH_LENGTH, decode_default_batch
 from .legacy import LOG_OVERHEAD, MIN_MESSAGE_SIZE, decode_legacy_message
-from .budget import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from .shapes import new_batch
 
 _OFFSET_LENGTH = struct.Struct(">qi")

@@ -11,6 +11,11 @@ import os
 import sys
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
+from ..spark import register
+from .html import write_html_report
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -44,8 +49,6 @@ def main(argv: list[str] | None = None) -> int:
             reader = spark.read.format("kafka-wire").options(**{**options, **extra})
             return reader.load(args.paths if len(args.paths) > 1 else args.paths[0])
 
-        from .html import write_html_report
-
         title = "kafka-wire report: " + ", ".join(Path(p).name for p in args.paths)
         data = write_html_report(spark, load(), load(view="records"), args.html, title=title, top=args.top)
     finally:
@@ -59,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _quiet_session(master: str):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read when the session starts
     spark = (
         SparkSession.builder.master(master)
         .appName("kafka-wire-report")
@@ -71,8 +72,6 @@ def _quiet_session(master: str):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    from ..spark import register
-
     register(spark)
     return spark
 

@@ -28,7 +28,7 @@ def compute_report(spark, exchanges, records, *, top: int = 10) -> ReportData:
     ``cache()``: ``spark.sql`` re-plans the DataFrames it is handed, and the plan of a Python data
     source scan is not matched to its cached copy (Spark 4.3: every query would read the captures again).
     """
-    from pyspark import StorageLevel  # here: rendering and the queries import without pyspark
+    from pyspark import StorageLevel  # noqa: PLC0415 - rendering and the queries import without pyspark
 
     exchanges = exchanges.select(*EXCHANGE_COLUMNS).localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)
     records = records.select(*RECORD_COLUMNS).localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)

@@ -63,8 +63,8 @@ class BatchBuilder:
         key = id(dtype)
         needs = self._needs.get(key)
         if needs is None:
-            needs = self._needs[key] = (
-                bool(self._fix_fields(dtype)) or isinstance(dtype, ArrayType) and self._needs_fixing(dtype.elementType)
+            needs = self._needs[key] = bool(self._fix_fields(dtype)) or (
+                isinstance(dtype, ArrayType) and self._needs_fixing(dtype.elementType)
             )
         return needs
 

@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 _BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-@lru_cache(maxsize=None)
+@cache
 def snake_case(name: str) -> str:
     return _BOUNDARY.sub("_", name).lower()

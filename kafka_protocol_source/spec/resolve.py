@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir import INTEGERS, FieldDef, MessageDef, Field, Struct
+from .ir import INTEGERS, Field, FieldDef, MessageDef, Struct
 from .names import snake_case
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"

@@ -21,11 +21,11 @@ from .flows import DEFAULT_MAX_BUFFERED_BYTES, reassemble
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
 
 __all__ = [
-    "reassemble",
+    "DEFAULT_MAX_BUFFERED_BYTES",
     "ConnectionKey",
     "Direction",
+    "FlowEvent",
     "StreamChunk",
     "StreamGap",
-    "FlowEvent",
-    "DEFAULT_MAX_BUFFERED_BYTES",
+    "reassemble",
 ]

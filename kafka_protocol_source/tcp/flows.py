@@ -22,7 +22,7 @@ StreamEvent = StreamChunk | StreamGap | FlowEvent | CaptureIssue
 
 
 class _Connection:
-    __slots__ = ("key", "streams", "initiator", "fins", "closed")
+    __slots__ = ("closed", "fins", "initiator", "key", "streams")
 
     def __init__(self, key: ConnectionKey) -> None:
         self.key = key

@@ -86,19 +86,19 @@ def _before(a: int, b: int) -> bool:
 
 class _Side:
     __slots__ = (
+        "bytes_missing",
         "direction",
+        "dupacks",
+        "gaps",
+        "lastack",
+        "lastack_ns",
+        "max_to_be_acked",
+        "nextseq",
+        "nextseq_ns",
+        "out_of_order",
         "packets",
         "payload_bytes",
         "retransmissions",
-        "out_of_order",
-        "gaps",
-        "bytes_missing",
-        "nextseq",
-        "nextseq_ns",
-        "max_to_be_acked",
-        "lastack",
-        "lastack_ns",
-        "dupacks",
     )
 
     def __init__(self, direction: Direction) -> None:
@@ -130,18 +130,18 @@ class _Tracker:
     """The running counts of one connection."""
 
     __slots__ = (
-        "key",
-        "sides",
-        "first_ns",
-        "last_ns",
-        "first_packet",
-        "initiator",
-        "syn_ns",
-        "syn_ack_ns",
-        "handshake_ack_ns",
+        "closed_by",
         "ended",
         "ended_ns",
-        "closed_by",
+        "first_ns",
+        "first_packet",
+        "handshake_ack_ns",
+        "initiator",
+        "key",
+        "last_ns",
+        "sides",
+        "syn_ack_ns",
+        "syn_ns",
     )
 
     def __init__(self, key: ConnectionKey, initiator: Direction | None, ns: int) -> None:

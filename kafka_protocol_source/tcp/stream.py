@@ -19,7 +19,7 @@ _HALF = 0x80000000
 class DirectionStream:
     """Reassembles one direction; every method appends its output events to `out`."""
 
-    __slots__ = ("conn", "direction", "out", "base_seq", "isn", "offset", "_starts", "_pieces", "buffered", "cap")
+    __slots__ = ("_pieces", "_starts", "base_seq", "buffered", "cap", "conn", "direction", "isn", "offset", "out")
 
     def __init__(self, conn: ConnectionKey, direction: Direction, out: list, cap: int) -> None:
         self.conn = conn

@@ -13,18 +13,17 @@ Owns the join and the row shape (``CONNECTION_COLUMNS``); not the reading of eit
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from ..capture import CaptureError, TcpSegment, read_packets
 from ..framing import Exchange
-from ..pipeline import read_capture
 from ..framing.connection import address
 from ..framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
 from ..framing.model import OK
+from ..pipeline import read_capture
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 from ..tcp.stats import ConnectionStats, connection_stats
 from .outcomes import error_codes, error_names

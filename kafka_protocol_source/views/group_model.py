@@ -57,7 +57,7 @@ def named_partitions(items, topic_field: str, names: TopicNames) -> list[dict]:
 
 
 class Member:
-    __slots__ = ("member_id", "instance_id", "client_id", "client_address", "subscribed_topics", "assignment", "left")
+    __slots__ = ("assignment", "client_address", "client_id", "instance_id", "left", "member_id", "subscribed_topics")
 
     def __init__(self, member_id: str | None):
         self.member_id = member_id

@@ -5,9 +5,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pcapbuild as b
 import pytest
 
-import pcapbuild as b
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
 
 TSHARK = shutil.which("tshark")

@@ -7,9 +7,9 @@ import io
 import struct
 import tracemalloc
 
+import pcapbuild as b
 import pytest
 
-import pcapbuild as b
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
 
 T0 = 1_700_000_000_123_456_000

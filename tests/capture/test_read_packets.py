@@ -3,9 +3,9 @@
 import io
 import struct
 
+import pcapbuild as b
 import pytest
 
-import pcapbuild as b
 from kafka_protocol_source.capture import CaptureError, CaptureIssue, TcpSegment, detect_format, read_packets
 
 T0 = 1_700_000_000_123_456_789

@@ -3,10 +3,10 @@ is kept with its time unknown (0), and its interface gets one bad_timestamp issu
 
 import io
 
+import pcapbuild as b
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pcapbuild as b
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
 from kafka_protocol_source.capture.model import LATEST_TIMESTAMP_NS
 

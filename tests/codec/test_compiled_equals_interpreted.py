@@ -1,7 +1,8 @@
 """For every message and version in specs/: compiled and interpreted parsers agree."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafka_protocol_source import decoder_for
 

@@ -3,7 +3,8 @@ import uuid
 from io import BytesIO
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kafka_protocol_source.codec import constructs as k
 from kafka_protocol_source.codec import runtime

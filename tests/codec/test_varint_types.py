@@ -11,7 +11,8 @@ import tracemalloc
 from io import BytesIO
 
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from kafka_protocol_source.codec import constructs as k
@@ -166,7 +167,7 @@ def test_a_claimed_length_beyond_the_bytes_left_is_truncated():
 
 
 def test_varint_types_are_never_compact():
-    wire = sized("t".encode()) + zigzag(2) + struct.pack(">ii", 7, -7) + b"\x00"  # empty tag section
+    wire = sized(b"t") + zigzag(2) + struct.pack(">ii", 7, -7) + b"\x00"  # empty tag section
     assert decode("Flexible", wire) == {"s": "t", "values": [7, -7]}
 
 

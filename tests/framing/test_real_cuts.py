@@ -20,7 +20,7 @@ from tests.accounting import check_accounting
 from tests.cuts import late_start, mid_segment, one_side, pieces, segments_of
 from tests.samples.catalog import TSHARK, samples
 
-from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response, sized
+from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response
 from .test_read_capture import run
 
 CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]

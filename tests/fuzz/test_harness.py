@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tools.fuzzing.capture_cases import case as capture_case
 from tools.fuzzing.findings import CRASH, HANG, HARNESS, MEMORY, Finding
 from tools.fuzzing.frame_cases import case as frame_case
-from tools.fuzzing.runner import MiB, Limits, run
+from tools.fuzzing.runner import Limits, MiB, run
 
 BEHAVIOUR = {
     3: "crash",

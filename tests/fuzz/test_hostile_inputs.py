@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tools.fuzzing.findings import HARNESS, MUST_BE_ZERO
 from tools.fuzzing.frame_cases import quick_catalog
-from tools.fuzzing.runner import MiB, Limits, run
+from tools.fuzzing.runner import Limits, MiB, run
 from tools.fuzzing.targets import CaptureTarget, FrameTarget
 
 SEED = 11

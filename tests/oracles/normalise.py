@@ -47,7 +47,7 @@ def parse_spec_text(text: str) -> dict:
     return json.loads(_COMMENT.sub("", text))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_spec(spec_dir: str, message_name: str) -> dict:
     """One message definition (``MetadataRequest``) from a directory of Kafka JSON specs."""
     return parse_spec_text((Path(spec_dir) / f"{message_name}.json").read_text())
@@ -184,7 +184,7 @@ def kafka_python_to_ours(item: Any, kp_struct: Any, raw_fields: list[dict], vers
 
 
 def _kp_value(value: Any, kp_field: Any, raw: dict, version: int, common: dict) -> Any:
-    if value is None and not (kp_field._type_str in ("uuid", "bitfield")):
+    if value is None and kp_field._type_str not in ("uuid", "bitfield"):
         return None
     if kp_field.is_struct():
         return kafka_python_to_ours(value, kp_field, struct_fields(raw, common), version, common)

@@ -101,7 +101,7 @@ def register_kio_types() -> None:
     st.register_type_strategy(Records, record_set().map(Records))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kio_entity(cls: type) -> st.SearchStrategy:
     """A kio message or nested entity, every field drawn from its annotated type.
 
@@ -231,13 +231,13 @@ def kp_message(msg_cls: type, version: int) -> st.SearchStrategy:
 
 uuids = st.uuids
 __all__ = [
-    "record_batch_v2",
-    "legacy_message_set",
-    "record_set",
-    "register_kio_types",
     "kio_request_header",
     "kp_message",
     "kp_struct",
     "kp_value",
+    "legacy_message_set",
+    "record_batch_v2",
+    "record_set",
+    "register_kio_types",
     "uuid",
 ]

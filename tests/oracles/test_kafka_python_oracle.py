@@ -24,7 +24,7 @@ from ._decoder import ORACLE_SETTINGS, api_name, decoder
 from .strategies import kp_message
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def message_classes() -> dict[str, type]:
     """kafka-python's request/response classes by name (the primary, unversioned class)."""
     import kafka.protocol as kp
@@ -70,7 +70,7 @@ KNOWN_BAD: dict[tuple[str, int], str] = {}
 CASES = list(_cases())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _raw_json(name: str) -> dict:
     from kafka.protocol.schemas import load_json
 

@@ -3,10 +3,10 @@
 import struct
 
 import pytest
-
 from kafka.record.memory_records import MemoryRecords
-from kafka_protocol_source.records import decode_records
 from records_builders import raw_record, raw_v2_batch
+
+from kafka_protocol_source.records import decode_records
 
 CONTROL = 0x20
 TRANSACTIONAL = 0x10

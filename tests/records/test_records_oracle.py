@@ -3,10 +3,10 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from records_builders import GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, install_xxhash_shim, oracle_records, our_records
 
 from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
-from records_builders import GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, install_xxhash_shim, oracle_records, our_records
 
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 COMBINATIONS = [(magic, codec) for magic in (0, 1, 2) for codec in CODEC_NAMES if not (codec == ZSTD and magic < 2)]

@@ -37,7 +37,7 @@ def _tcpflow_port(name: str) -> int:
     return int(name.rsplit(".", 1)[1])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def samples() -> tuple[Sample, ...]:
     found = []
     for produced in sorted(SAMPLES.glob("*.produced.json")):
@@ -72,7 +72,7 @@ def sample(name: str) -> Sample:
     return next(s for s in samples() if s.name == name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exchanges(name: str) -> tuple[Exchange, ...]:
     s = sample(name)
     return tuple(read_capture(s.path, ports=(s.broker_port,)))
@@ -109,7 +109,7 @@ def _address(layers: dict, side: str) -> str:
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tshark_pdus(name: str) -> tuple[Pdu, ...]:
     """tshark's Kafka PDUs of one sample (one tshark run per capture file and filter per session)."""
     s = sample(name)

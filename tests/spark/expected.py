@@ -26,7 +26,7 @@ TANSU_REJECTED = SAMPLES / "tansu_kafka_python_legacy_magic1_rejected.pcap"
 TCPFLOW_DIR = SAMPLES / "tcpflow_tansu_confluent_kafka_all_codecs"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exchanges(path: str | Path) -> tuple[Exchange, ...]:
     return tuple(read_capture(str(path)))
 
@@ -42,7 +42,7 @@ def manifest_bytes(v) -> bytes | None:
     return v["text"].encode() if "text" in v else base64.b64decode(v["base64"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def manifest(capture_name: str) -> dict:
     """NAME.produced.json of a capture file name, records' key/value/header values as bytes."""
     raw = json.loads((SAMPLES / f"{capture_name.split('.')[0]}.produced.json").read_text())

@@ -168,7 +168,7 @@ def _broken_section_header() -> bytes:
 
 
 def _gzip_corrupt_mid_stream() -> bytes:
-    import zlib  # noqa: PLC0415
+    import zlib
 
     raw = TANSU_CONFLUENT.read_bytes()
     frame_at, _ = _packet_offsets(raw)[150]

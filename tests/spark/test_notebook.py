@@ -21,8 +21,8 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb
 
 
 def test_quickstart_notebook_runs(samples, tmp_path):
-    from jupyter_client.kernelspec import KernelSpecManager, NATIVE_KERNEL_NAME
     from ipykernel.kernelspec import write_kernel_spec
+    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
 
     # A python3 kernel of *this* interpreter, whatever kernels the machine has installed.
     spec_dir = write_kernel_spec(tmp_path / "kernels" / NATIVE_KERNEL_NAME)

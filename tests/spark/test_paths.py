@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from pyspark.errors import AnalysisException
 
-from .expected import MOCK_AIOKAFKA, SAMPLES, TANSU_AIOKAFKA_PCAPNG, TANSU_CONFLUENT, TCPFLOW_DIR, exchanges
+from .expected import MOCK_AIOKAFKA, TANSU_AIOKAFKA_PCAPNG, TANSU_CONFLUENT, TCPFLOW_DIR, exchanges
 
 
 def loaded(df) -> Counter:

@@ -2,7 +2,8 @@
 
 import math
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql.variant_utils import VariantUtils
 
 from kafka_protocol_source.spark.variant import to_variant

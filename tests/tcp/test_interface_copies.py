@@ -11,9 +11,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pcapbuild as b
 import pytest
 
-import pcapbuild as b
 from kafka_protocol_source.pipeline import read_capture
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_captures" / "tansu_confluent_kafka_all_codecs.pcap"

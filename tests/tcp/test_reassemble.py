@@ -2,10 +2,10 @@
 
 import io
 
+import pcapbuild as b
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pcapbuild as b
 from kafka_protocol_source.capture import ACK, FIN, PSH, RST, SYN, TcpSegment, read_packets
 from kafka_protocol_source.tcp import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, reassemble
 

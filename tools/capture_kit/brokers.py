@@ -12,10 +12,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 LOOPBACK = "127.0.0.1"
 HOST_SETTLE_S = 1.5

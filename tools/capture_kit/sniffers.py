@@ -12,10 +12,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 # libpcap's TPACKET_V3 ring hands packets over a block at a time, at the latest after tcpdump's 1 s
 # buffer timeout, and SIGINT discards a block not yet handed over: with a 0.7 s pause short sessions

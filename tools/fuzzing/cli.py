@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import replay, report
 from .findings import MUST_BE_ZERO
-from .runner import MiB, Limits, print_progress, run
+from .runner import Limits, MiB, print_progress, run
 from .targets import CaptureTarget, FrameTarget
 
 

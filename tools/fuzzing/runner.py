@@ -230,7 +230,7 @@ class _Pool:
         try:
             case = self.target.generate(self.seed, current)
             size, meta = case.size, case.meta()
-        except Exception:  # the record of the failure matters more than its size
+        except Exception:  # noqa: BLE001 - the record of the failure matters more than its size
             size, meta = 0, {}
         self.result.add([Failure(current, Finding(category, signature, detail), size, meta)], 1)
         w.task = None

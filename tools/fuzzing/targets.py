@@ -46,7 +46,7 @@ def _probe_internal_errors() -> None:
     nothing of what the pipeline does.
     """
     try:
-        from kafka_protocol_source import pipeline  # noqa: PLC0415 - absent before the rows existed
+        from kafka_protocol_source import pipeline
     except ImportError:
         return
     original = getattr(pipeline, "_internal_error", None)
@@ -153,7 +153,7 @@ class FrameTarget:
 def load_check_accounting():
     """``tests.accounting.check_accounting`` if the checkout has it, else None."""
     try:
-        from tests.accounting import check_accounting  # noqa: PLC0415 - optional, from the test suite
+        from tests.accounting import check_accounting
     except ImportError:
         return None
     return check_accounting

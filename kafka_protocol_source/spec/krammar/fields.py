@@ -133,7 +133,7 @@ def _parse_attributes(text: str, offset: int, fail) -> dict:
             if i != 0:
                 fail("the version range comes first in a version comment", position)
             attrs["versions"] = versions
-        elif item[:1].isdigit() or item.startswith("v") and item[1:2].isdigit():
+        elif item[:1].isdigit() or (item.startswith("v") and item[1:2].isdigit()):
             fail(f"version comment {item!r} is not of the form v1+ or v8-v9 (low <= high <= 32767)", position)
         else:
             key, value = _attribute(item, position, fail)
