@@ -143,15 +143,28 @@ def main() -> None:
     rows = []
     for label, entity, frame, response, nrecords in cases():
         if response:
-            ours = lambda d=compiled, f=frame, r=response: d.decode_response(f, *r)
-            slow = lambda d=interpreted, f=frame, r=response: d.decode_response(f, *r)
+
+            def ours(d=compiled, f=frame, r=response):
+                return d.decode_response(f, *r)
+
+            def slow(d=interpreted, f=frame, r=response):
+                return d.decode_response(f, *r)
+
             body = frame[5:]
         else:
-            ours = lambda d=compiled, f=frame: d.decode_request(f)
-            slow = lambda d=interpreted, f=frame: d.decode_request(f)
+
+            def ours(d=compiled, f=frame):
+                return d.decode_request(f)
+
+            def slow(d=interpreted, f=frame):
+                return d.decode_request(f)
+
             body = frame[struct.unpack_from(">h", frame, 8)[0] + 10 + 1 :]
         read = entity_reader(type(entity))
-        kio = lambda b=body, r=read: r(b, 0)
+
+        def kio(b=body, r=read):
+            return r(b, 0)
+
         r_compiled, r_interp, r_kio = rate(ours, args.seconds), rate(slow, args.seconds), rate(kio, args.seconds)
         row = [label, r_compiled, r_interp, r_kio, None]
         if nrecords:

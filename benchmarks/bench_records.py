@@ -34,7 +34,7 @@ def ours(buf: bytes) -> int:
 def kafka_python(buf: bytes) -> int:
     n = 0
     for record in DefaultRecordBatch(bytearray(buf)):
-        record.offset, record.timestamp, record.key, record.value, record.headers
+        _ = record.offset, record.timestamp, record.key, record.value, record.headers  # what a reader touches
         n += 1
     return n
 

@@ -13,6 +13,7 @@ an empty list means every byte is accounted for. ``tools/fuzz.py`` runs it on mu
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 from kafka_protocol_source import read_capture
@@ -105,7 +106,7 @@ def check_accounting(path, **options) -> list[str]:
                 )
             continue
         spans = sorted(claimed.get(label, []))
-        for (a1, b1), (a2, b2) in zip(spans, spans[1:]):
+        for (a1, b1), (a2, b2) in itertools.pairwise(spans):
             if a2 < b1:
                 violations.append(f"{label}: rows claim bytes [{a1}, {b1}) and [{a2}, {b2}) twice")
         got = _merge(spans)

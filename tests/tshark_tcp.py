@@ -3,7 +3,8 @@
 One tshark run per capture gives, per ``tcp.stream``: frames and ``tcp.len`` bytes per sending
 endpoint, how many of its frames tshark flags ``tcp.analysis.retransmission`` (which includes fast
 and spurious retransmissions), ``tcp.analysis.out_of_order`` and ``tcp.analysis.lost_segment``,
-its FIN and RST frames, its ``tcp.analysis.initial_rtt``, first and last frame times, and ``-z conv,tcp``'s frame counts.
+its FIN and RST frames, its ``tcp.analysis.initial_rtt``, first and last frame times, and
+``-z conv,tcp``'s frame counts.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def main() -> int:
         capture = args.dir / manifest["capture"]
         s = summarize(capture, manifest["broker"]["port"])
         print(
-            f"| {capture.name} | {s['packets']} | {s['kafka_packets']} | {s['pdus']} ({s['responses']}) | {s['requests']} |"
+            f"| {capture.name} | {s['packets']} | {s['kafka_packets']} | {s['pdus']} ({s['responses']}) "
+            f"| {s['requests']} |"
         )
     return 0
 

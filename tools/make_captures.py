@@ -124,7 +124,8 @@ def client_version(client: str) -> str:
         import confluent_kafka
 
         # confluent_kafka.version() is a plain string in 2.16, a tuple in older releases: ask the metadata.
-        return f"confluent-kafka {importlib.metadata.version('confluent-kafka')} (librdkafka {confluent_kafka.libversion()[0]})"
+        version = importlib.metadata.version("confluent-kafka")
+        return f"confluent-kafka {version} (librdkafka {confluent_kafka.libversion()[0]})"
     if client == "kafka_python":
         import kafka
 

@@ -61,8 +61,8 @@ class CaptureIssue:
     """Something in the capture we could not use, reported in place of the packet.
 
     kind is one of: truncated_file, corrupt_file, read_error (the file could not be read on),
-    bad_timestamp (an interface's times fall outside 1970..2200), snaplen_cut, bad_ip_header, bad_tcp_header, fragment_incomplete, fragment_truncated,
-    unsupported_linktype.
+    bad_timestamp (an interface's times fall outside 1970..2200), snaplen_cut, bad_ip_header,
+    bad_tcp_header, fragment_incomplete, fragment_truncated, unsupported_linktype.
     """
 
     packet_index: int

@@ -3,7 +3,8 @@
 Owns: section headers of either byte order, interface descriptions (link type, if_tsresol
 including power-of-two resolutions, if_tsoffset), and the packet blocks EPB, SPB and the obsolete
 PB. A time that an interface's scaling puts outside 1970..2200 is given as 0 (unknown) with one
-`bad_timestamp` issue per interface: the packet's bytes still belong to their TCP stream. Unknown blocks are skipped. Yields the same raw frame tuples as `pcap`
+`bad_timestamp` issue per interface: the packet's bytes still belong to their TCP stream. Unknown
+blocks are skipped. Yields the same raw frame tuples as `pcap`
 ``(packet_index, file_offset, timestamp_ns, linktype, data, orig_len)`` or a `CaptureIssue`.
 Does not look inside the frames.
 """
@@ -159,7 +160,8 @@ def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tu
                             index,
                             base + pos,
                             "corrupt_file",
-                            f"enhanced packet block for interface {iface_id} of {len(interfaces)} with {caplen} bytes in a {total}-byte block",
+                            f"enhanced packet block for interface {iface_id} of {len(interfaces)} "
+                            f"with {caplen} bytes in a {total}-byte block",
                         )
                     index += 1
                 elif btype == SPB:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from .gunzip import Gunzip
 from .model import CaptureError, CaptureFormat
 
-Source = Union[str, os.PathLike, BinaryIO]
+Source = str | os.PathLike | BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 PCAP_MAGICS = {

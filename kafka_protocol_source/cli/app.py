@@ -82,7 +82,7 @@ def _run(spark, command: Command, progress) -> int:
         return OK
     if command.name == "shell":
         return run_shell(spark, sys.stdin, sys.stdout, sys.stderr, command.format, command.max_rows, progress, quiet)
-    for i, (query, destination) in enumerate(zip(command.queries, command.destinations)):
+    for i, (query, destination) in enumerate(zip(command.queries, command.destinations, strict=True)):
         df = spark.sql(query)
         if i and destination.path is None:
             with quiet():

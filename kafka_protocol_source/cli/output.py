@@ -124,7 +124,9 @@ def render_table(columns: list[str], cells: list[list[str]], numeric: list[bool]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
 
     def line(values):
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+        return "  ".join(
+            v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)
+        ).rstrip()
 
     return "\n".join([line(columns), "  ".join("-" * w for w in widths), *(line(row) for row in cells)])
 
@@ -173,7 +175,7 @@ def write_json_lines(df, out) -> int:
     columns = df.columns
     n = 0
     for row in df.toLocalIterator(prefetchPartitions=True):
-        out.write(json.dumps({c: json_value(v) for c, v in zip(columns, row)}, ensure_ascii=False) + "\n")
+        out.write(json.dumps({c: json_value(v) for c, v in zip(columns, row, strict=True)}, ensure_ascii=False) + "\n")
         n += 1
     return n
 

@@ -148,7 +148,8 @@ class Array(KafkaConstruct):
             try:
                 items.append(self.element._parse(stream, context, path))
             except WireError as e:
-                raise e.within(f"[{i}]")
+                e.within(f"[{i}]")
+                raise
         return items
 
     def emit(self, code):
@@ -204,7 +205,8 @@ class Struct(KafkaConstruct):
             try:
                 result[name] = sub._parse(stream, result, path)
             except WireError as e:
-                raise e.within(name)
+                e.within(name)
+                raise
         if self.flexible:
             known = {tag: (name, self._tagged_reader(sub, result, path)) for tag, name, sub, _ in self.tagged}
             runtime.read_tag_section(stream, result, known, self.defaults)

@@ -258,7 +258,8 @@ def read_tag_section(io, result: dict, known: dict, defaults: tuple) -> None:
         try:
             result[name] = parse(io)
         except WireError as e:
-            raise e.within(name)
+            e.within(name)
+            raise
         if io.tell() != end:
             raise WireError(
                 f"tagged field {tag} ({name}): value used {io.tell() - end + size} of its {size} bytes", tag_at

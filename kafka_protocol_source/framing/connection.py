@@ -11,6 +11,8 @@ backlog. Frames then go to ``pairing.Pairer``.
 
 from __future__ import annotations
 
+import itertools
+
 from ..tcp import Direction, StreamChunk, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
@@ -109,7 +111,7 @@ class Connection:
         if not self.kafka:
             return out
         if self.tls:
-            return out + [self._tls_row()]
+            return [*out, self._tls_row()]
         for direction, framer in self.framers.items():
             out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
         return out + self.pairer.finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
@@ -204,7 +206,7 @@ class Connection:
             if start < len(head) and responses(head, start, True, boundary) == CONFIRMED:
                 ids = chained_ids(head, start, lambda p: response_ids_at(head, p))
                 enough = MIN_RESPONSE_RUN - (self.initiator is not None)  # a SYN says which side serves
-                if len(ids) >= enough and all(0 < b - a <= 64 for a, b in zip(ids, ids[1:])):
+                if len(ids) >= enough and all(0 < b - a <= 64 for a, b in itertools.pairwise(ids)):
                     return reverse(direction)
         return None
 

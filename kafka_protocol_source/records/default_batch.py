@@ -142,7 +142,7 @@ def _partial_header(data: bytes, pos: int, end: int) -> dict:
     """A truncated batch whose header itself is cut: keep the fields that are whole."""
     have = end - pos
     values = HEADER.unpack(bytes(data[pos:end]).ljust(HEADER_SIZE, b"\0"))
-    fields = {name: value for (name, stop), value in zip(_FIELDS, values) if stop <= have}
+    fields = {name: value for (name, stop), value in zip(_FIELDS, values, strict=True) if stop <= have}
     fields.setdefault("records_count", UNKNOWN)
     if "attributes" in fields:
         fields["compression"] = compression_name(fields["attributes"] & 0x07)

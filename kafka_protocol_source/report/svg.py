@@ -62,7 +62,7 @@ def line_chart(
         )
     for s in series:
         segments: list[list[tuple[float, float]]] = [[]]
-        for x, v in zip(xs, s.values):
+        for x, v in zip(xs, s.values, strict=False):
             if v is None or (log_y and v <= 0):
                 segments.append([])
             else:
@@ -70,7 +70,7 @@ def line_chart(
         for seg in filter(None, segments):
             points = " ".join(f"{px:.1f},{py:.1f}" for px, py in seg)
             parts.append(f'<polyline points="{points}" fill="none" stroke="{s.color}" stroke-width="1.6"/>')
-        for i, (x, v) in enumerate(zip(xs, s.values)):
+        for i, (x, v) in enumerate(zip(xs, s.values, strict=False)):
             if v is None or (log_y and v <= 0):
                 continue
             parts.append(
@@ -133,7 +133,7 @@ def histogram(
         _y_axis(ticks, y_of, left, top, plot_w),
         f'<text x="{left}" y="14" {_FONT} font-weight="600" fill="#222">{escape(title)}</text>',
     ]
-    for i, (label, count) in enumerate(zip(labels, counts)):
+    for i, (label, count) in enumerate(zip(labels, counts, strict=False)):
         x = left + i * bar_w
         y = top + y_of(count or 0)
         parts.append(

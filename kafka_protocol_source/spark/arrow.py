@@ -30,7 +30,7 @@ class BatchBuilder:
 
     def build(self, rows: list[dict]) -> pa.RecordBatch:
         arrays = []
-        for field, arrow_field in zip(self.schema.fields, self.arrow_schema):
+        for field, arrow_field in zip(self.schema.fields, self.arrow_schema, strict=True):
             values = [row.get(field.name) for row in rows]
             dtype = field.dataType
             if isinstance(dtype, VariantType):

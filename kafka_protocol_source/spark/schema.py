@@ -31,9 +31,9 @@ from pyspark.sql.types import (
 )
 
 from ..spec.ir import Struct
+from ..spec.registry import SpecRegistry
 
 JSON_FIELD = {"kafka_wire": "json"}  # a nested structure of no fixed shape, rendered as a JSON string
-from ..spec.registry import SpecRegistry
 
 _PRIMITIVE = {
     "bool": BooleanType(),
@@ -177,7 +177,7 @@ def exchange_schema(body_type: DataType | None = None) -> StructType:
     body = body_type or VariantType()
     request = body if body_type is None else body_type[0]
     response = body if body_type is None else body_type[1]
-    return StructType(EXCHANGE_FIELDS + [StructField("request", request), StructField("response", response)])
+    return StructType([*EXCHANGE_FIELDS, StructField("request", request), StructField("response", response)])
 
 
 def typed_body_type(registry: SpecRegistry, name: str, versions) -> StructType:
@@ -190,7 +190,7 @@ def typed_body_type(registry: SpecRegistry, name: str, versions) -> StructType:
 
 def _struct_type(struct: Struct, registry: SpecRegistry, message: str, path: tuple) -> StructType:
     fields = [
-        StructField(f.name, _field_type(f, registry, message, path + (f.name,)))
+        StructField(f.name, _field_type(f, registry, message, (*path, f.name)))
         for f in (*struct.fields, *struct.tagged)
     ]
     if struct.flexible:

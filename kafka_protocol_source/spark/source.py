@@ -116,7 +116,7 @@ def default_schema(options: ReadOptions) -> StructType:
                 )
             )
     if options.corrupt_requested and options.view == "exchanges":
-        schema = StructType(schema.fields + [StructField(options.corrupt_column, BinaryType())])
+        schema = StructType([*schema.fields, StructField(options.corrupt_column, BinaryType())])
     return schema
 
 

@@ -61,9 +61,9 @@ def test_crafted_capture_matches_tshark(tmp_path):
         payload = bytes([i]) * (i * 37 % 1400)
         t = b.tcp(40000 + i % 3, 9092, (2**32 - 5000 + i * 1000), flags=b.ACK | b.PSH, payload=payload)
         if i % 4 == 0:
-            frames.append((t0 + i, b.ether(b.ipv4("192.168.1.%d" % (i % 7 + 1), "10.9.8.7", t, options=b"\x01" * 4))))
+            frames.append((t0 + i, b.ether(b.ipv4(f"192.168.1.{i % 7 + 1}", "10.9.8.7", t, options=b"\x01" * 4))))
         elif i % 4 == 1:
-            frames.append((t0 + i, b.ether(b.ipv6("2001:db8::%x" % i, "2001:db8::1", t), 0x86DD, vlans=((0x8100, 7),))))
+            frames.append((t0 + i, b.ether(b.ipv6(f"2001:db8::{i:x}", "2001:db8::1", t), 0x86DD, vlans=((0x8100, 7),))))
         elif i % 4 == 2:
             frames.append((t0 + i, b.ether(b.ipv4("10.1.1.1", "10.2.2.2", t), vlans=((0x88A8, 1), (0x8100, 2)))))
         else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kafka_protocol_source.cli.errors import FAILED, USAGE, Failure, UsageError, describe
 
-OPTION_ERROR = """[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):
+OPTION_ERROR = """[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: \
+Traceback (most recent call last):
   File "/x/kafka_protocol_source/spark/source.py", line 46, in schema
     return default_schema(ReadOptions.parse(self.options))
 kafka_protocol_source.spark.options.OptionError: unknown option 'mdoe': did you mean 'mode'?

@@ -28,7 +28,7 @@ from kafka_protocol_source.spark.variant import to_variant
 
 class FakeFrame:
     def __init__(self, columns, rows):
-        self.columns, self.rows = columns, [Row(**dict(zip(columns, r))) for r in rows]
+        self.columns, self.rows = columns, [Row(**dict(zip(columns, r, strict=True))) for r in rows]
 
     def toLocalIterator(self, prefetchPartitions=False):
         return iter(self.rows)

@@ -91,7 +91,7 @@ def _field(field, tagged: bool):
         inner = message_bytes(field.struct)
         if not field.nullable:
             return inner
-        present = b"\x01" if tagged else b"\x01"
+        present = b"\x01"  # nullable struct marker (int8 1), tagged or not
         absent = b"\x00" if tagged else b"\xff"
         return st.one_of(st.just(absent), inner.map(lambda b: present + b))
     return _primitive(field.kind, field.nullable, field.compact)

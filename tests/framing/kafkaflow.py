@@ -90,7 +90,7 @@ class Conversation:
             idx.append(i)
         packets = []
         for n, i in enumerate(idx):
-            ns, src, dst, seq, ack, flags, payload = self.segments[i]
+            _ns, src, dst, seq, ack, flags, payload = self.segments[i]
             frame = pb.ether(pb.ipv4(src[0], dst[0], pb.tcp(src[1], dst[1], seq, ack, flags=flags, payload=payload)))
             packets.append(
                 (self.segments[i][0] if order is None else self.segments[min(n, len(self.segments) - 1)][0], frame)

@@ -211,7 +211,7 @@ def test_the_accounting_check_sees_a_row_dropped_or_doubled(monkeypatch):
     first_ok = next(i for i, e in enumerate(rows) if e.status == "ok")
     monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows[:first_ok] + rows[first_ok + 1 :])
     assert any("rows hold" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))
-    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: rows + [rows[first_ok]])
+    monkeypatch.setattr(accounting, "read_capture", lambda *a, **k: [*rows, rows[first_ok]])
     assert any("twice" in v for v in accounting.check_accounting(s.path, ports=[s.broker_port]))
 
 
@@ -237,7 +237,7 @@ def _two_interfaces(segments, order: str) -> bytes:
         first.append(("epb", 0, s.timestamp_ns // 1000, pb.ether(ip)))
         second.append(("epb", 1, s.timestamp_ns // 1000 + 3, pb.sll2(ip)))
     if order == "interleaved":
-        packets = [p for pair in zip(first, second) for p in pair]
+        packets = [p for pair in zip(first, second, strict=True) for p in pair]
     else:
         packets = first + second
     return pb.pcapng([(1, None, None, 262144), (276, None, None, 262144)], packets)
@@ -250,7 +250,7 @@ def test_the_same_packets_on_two_interfaces_are_read_once(tmp_path, order, ports
     options = {"ports": [s.broker_port] if ports else None}
     path = tmp_path / "two.pcapng"
     path.write_bytes(_two_interfaces(segments_of(s.path), order))
-    once = Counter(_key(e) + (e.status,) for e in read_capture(s.path, **options))
-    twice = Counter(_key(e) + (e.status,) for e in read_capture(path, **options))
+    once = Counter((*_key(e), e.status) for e in read_capture(s.path, **options))
+    twice = Counter((*_key(e), e.status) for e in read_capture(path, **options))
     assert twice == once
     assert check_accounting(path, **options) == []

@@ -175,7 +175,7 @@ def kafka_python_to_ours(item: Any, kp_struct: Any, raw_fields: list[dict], vers
     out: dict[str, Any] = {}
     kp_fields = list(kp_struct._fields)
     assert len(kp_fields) == len(raw_fields), (kp_struct.name, len(kp_fields), len(raw_fields))
-    for kp_field, raw in zip(kp_fields, raw_fields):
+    for kp_field, raw in zip(kp_fields, raw_fields, strict=True):
         if not kp_field.for_version_q(version):
             continue
         value = getattr(item, kp_field.name)
@@ -234,7 +234,7 @@ def diff(expected: Any, actual: Any, path: str = "body") -> list[str]:
         if len(expected) != len(actual):
             return [f"{path}: expected {len(expected)} items, got {len(actual)}: {expected!r:.300} vs {actual!r:.300}"]
         problems = []
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
             problems += diff(e, a, f"{path}[{i}]")
         return problems
     if expected is None:
@@ -266,7 +266,7 @@ def _diff_records(expected: ExpectedRecords, actual: Any, path: str) -> list[str
         return [f"{path}: expected a list of record batches, got {type(actual).__name__} {actual!r:.200}"]
     return diff(
         expected.batches,
-        [_project(e, a) for e, a in zip(expected.batches, actual)] + actual[len(expected.batches) :],
+        [_project(e, a) for e, a in zip(expected.batches, actual, strict=True)] + actual[len(expected.batches) :],
         path,
     )
 
@@ -276,5 +276,5 @@ def _project(expected: Any, actual: Any) -> Any:
     if isinstance(expected, dict) and isinstance(actual, dict):
         return {k: _project(expected[k], actual[k]) if k in expected else actual[k] for k in actual if k in expected}
     if isinstance(expected, list) and isinstance(actual, list):
-        return [_project(e, a) for e, a in zip(expected, actual)] + actual[len(expected) :]
+        return [_project(e, a) for e, a in zip(expected, actual, strict=True)] + actual[len(expected) :]
     return actual

@@ -50,7 +50,7 @@ def message_classes() -> dict[str, type]:
 
 def _cases():
     for name, cls in sorted(message_classes().items()):
-        low, high = cls.valid_versions
+        _low, high = cls.valid_versions
         direction = "request" if cls.is_request() else "response"
         for version in range(0, high + 1):
             marks = []

@@ -54,7 +54,7 @@ def _rename(value, renames: dict[tuple[str, ...], str], path: tuple[str, ...] = 
     if isinstance(value, list):
         return [_rename(v, renames, path) for v in value]
     if isinstance(value, dict):
-        return {renames.get(path + (k,), k): _rename(v, renames, path + (k,)) for k, v in value.items()}
+        return {renames.get((*path, k), k): _rename(v, renames, (*path, k)) for k, v in value.items()}
     return value
 
 

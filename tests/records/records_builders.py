@@ -101,7 +101,7 @@ def patch_v2(buf, **fields):
         "base_sequence",
         "records_count",
     )
-    values = dict(zip(names, V2_HEADER.unpack_from(buf, 0)))
+    values = dict(zip(names, V2_HEADER.unpack_from(buf, 0), strict=True))
     values.update(fields)
     out = bytearray(buf)
     V2_HEADER.pack_into(out, 0, *(values[n] for n in names))

@@ -129,7 +129,7 @@ def test_pcapng_with_one_interface_per_direction(tmp_path):
     c = two_metadata_exchanges(Conversation())
     c.segments[-1] = (c.segments[-1][0] + 777_000, *c.segments[-1][1:])  # the last response: 1.777 ms after its request
     blocks = []
-    for (ns, frame), seg in zip(packets(c.segments), c.segments):
+    for (ns, frame), seg in zip(packets(c.segments), c.segments, strict=True):
         if seg[1] == c.client:
             blocks.append(("epb", 0, ns, frame))
         else:

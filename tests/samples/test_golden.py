@@ -17,7 +17,7 @@ NAMES = sample_names()
 
 
 def first_difference(want: list[str], got: list[str]) -> str:
-    for i, (w, g) in enumerate(zip(want, got)):
+    for i, (w, g) in enumerate(zip(want, got, strict=True)):
         if w != g:
             w, g = json.loads(w), json.loads(g)
             keys = sorted(k for k in w.keys() | g.keys() if w.get(k) != g.get(k))

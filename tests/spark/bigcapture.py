@@ -22,7 +22,7 @@ def replicate(source: Path, target: Path, copies: int | None = None, size_bytes:
     broker_port = _broker_port(data)
     packets, pos = [], 24
     while pos + 16 <= len(data):
-        sec, usec, incl, orig = _RECORD.unpack_from(data, pos)
+        sec, usec, incl, _orig = _RECORD.unpack_from(data, pos)
         packets.append((sec * 10**6 + usec, bytes(data[pos + 16 : pos + 16 + incl])))
         pos += 16 + incl
     start, span = packets[0][0], packets[-1][0] - packets[0][0] + 1000

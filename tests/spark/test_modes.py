@@ -118,7 +118,7 @@ def test_dropmalformed_drops_bad_frames_and_keeps_the_good_ones(spark, corrupted
 
 
 def test_failfast_raises_naming_file_and_position(spark, corrupted):
-    path, victim, payload = corrupted
+    path, victim, _payload = corrupted
     with pytest.raises(Exception) as info:
         spark.read.format("kafka-wire").option("mode", "FAILFAST").load(str(path)).collect()
     message = str(info.value)
@@ -133,7 +133,7 @@ def _broken_captures(folder):
 
     shb = struct.pack("<I", 0x0A0D0D0A)
     made = {}
-    for n, claimed in enumerate((0, 13, 0xFFFFFFF0)):  # a section header claiming an impossible length
+    for claimed in (0, 13, 0xFFFFFFF0):  # a section header claiming an impossible length
         made[f"shb_{claimed}.pcapng"] = shb + struct.pack("<I", claimed) + struct.pack("<I", 0x1A2B3C4D) + b"\x00" * 40
     good = gzip.compress(TANSU_CONFLUENT.read_bytes())
     corrupt = bytearray(good)

@@ -33,7 +33,7 @@ def assert_body_equal(actual, decoded, path="body"):
                 assert value is None, f"{path}.{key} = {value!r}, but the decoded body has no such field"
     elif isinstance(decoded, list):
         assert isinstance(actual, list) and len(actual) == len(decoded), f"{path}: {actual!r} != {decoded!r}"
-        for i, (a, d) in enumerate(zip(actual, decoded)):
+        for i, (a, d) in enumerate(zip(actual, decoded, strict=True)):
             assert_body_equal(a, d, f"{path}[{i}]")
     elif isinstance(decoded, (bytes, bytearray)):
         assert actual is not None and bytes(actual) == bytes(decoded), f"{path}: {actual!r} != {decoded!r}"

@@ -31,7 +31,7 @@ def test_spark_reads_back_what_we_encode(value):
 
 
 def test_large_containers_use_wide_offsets_and_counts():
-    value = {"k%d" % i: list(range(i % 5)) for i in range(400)} | {"blob": b"x" * 70000}
+    value = {f"k{i}": list(range(i % 5)) for i in range(400)} | {"blob": b"x" * 70000}
     encoded, metadata = to_variant(value)
     assert VariantUtils.to_python(encoded, metadata) == value
 

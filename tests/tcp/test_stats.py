@@ -211,7 +211,7 @@ def assert_same_as_tshark(data: bytes, tmp_path):
     ours = sorted(connection_stats(read_packets(str(path))), key=lambda c: c.first_packet)
     theirs = tcp_facts(str(path))
     assert len(ours) == len(theirs)
-    for mine, ref in zip(ours, theirs):
+    for mine, ref in zip(ours, theirs, strict=True):
         assert mine.handshake_rtt_ns == ref.initial_rtt_ns
         assert (mine.first_ns, mine.last_ns) == (ref.first_ns, ref.last_ns)
         for d in (mine.a_to_b, mine.b_to_a):

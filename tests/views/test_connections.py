@@ -39,7 +39,7 @@ def test_every_tcp_stream_is_one_row_with_tshark_s_packets_bytes_times_and_rtt(n
     ours = sorted(rows(name), key=lambda r: r["first_packet_time"])
     theirs = tcp_facts(str(sample(name).path))
     assert len(ours) == len(theirs)
-    for row, ref in zip(ours, theirs):
+    for row, ref in zip(ours, theirs, strict=True):
         client, broker = ref.sides[row["client_address"]], ref.sides[row["broker_address"]]
         assert (row["client_packets"], row["client_bytes"]) == (client.frames, client.bytes)
         assert (row["broker_packets"], row["broker_bytes"]) == (broker.frames, broker.bytes)
@@ -71,7 +71,7 @@ def test_frames_each_way_are_those_of_tshark_s_conversation_table(name):
 @pytest.mark.parametrize("name", PACKET_SAMPLES)
 def test_how_each_connection_ended_is_what_its_fin_and_rst_frames_say(name):
     ours = sorted(rows(name), key=lambda r: r["first_packet_time"])
-    for row, ref in zip(ours, tcp_facts(str(sample(name).path))):
+    for row, ref in zip(ours, tcp_facts(str(sample(name).path)), strict=True):
         client, broker = ref.sides[row["client_address"]], ref.sides[row["broker_address"]]
         if client.resets or broker.resets:
             assert row["ended"] == "reset"

@@ -42,7 +42,8 @@ def tshark_group_pdus(name: str) -> tuple[tuple, ...]:
             "-d",
             f"tcp.port=={s.broker_port},kafka",
             "-Y",
-            "(kafka.request_key >= 11 && kafka.request_key <= 14) || (kafka.response_key >= 11 && kafka.response_key <= 14)",
+            "(kafka.request_key >= 11 && kafka.request_key <= 14)"
+            " || (kafka.response_key >= 11 && kafka.response_key <= 14)",
             "-T",
             "fields",
             "-E",

@@ -108,7 +108,7 @@ class _Lowering:
                     self.fail(f"{spec.base} is shared only with other messages ('for'), not {message.name}", spec.at)
                 continue  # a primitive
             if spec.base in chain:
-                self.fail(f"circular structs: {' -> '.join(chain[chain.index(spec.base) :] + (spec.base,))}", spec.at)
+                self.fail(f"circular structs: {' -> '.join((*chain[chain.index(spec.base) :], spec.base))}", spec.at)
             if self.order[id(struct)] > self.order[id(referrer)]:
                 self.fail(
                     f"{message.name}'s {spec.base} is defined on line {struct.at.line}, after its use: "
@@ -116,7 +116,7 @@ class _Lowering:
                     spec.at,
                 )
             chosen[id(struct)] = struct
-            self._follow(struct.fields, table, chosen, message, chain + (spec.base,), struct)
+            self._follow(struct.fields, table, chosen, message, (*chain, spec.base), struct)
 
     def check_owners(self, messages: dict[str, MessageDef]) -> None:
         for struct in self.shared:
@@ -134,7 +134,7 @@ class _Lowering:
     def fields(self, specs: tuple[FieldSpec, ...], parent: str) -> tuple[FieldDef, ...]:
         lowered = tuple(self.field(spec, parent) for spec in specs)
         tagged: list[FieldDef] = []
-        for spec, field in zip(specs, lowered):
+        for spec, field in zip(specs, lowered, strict=True):
             if field.tag is None:
                 continue
             for other in tagged:

@@ -88,10 +88,10 @@ def _before_use(owned: list[tuple[StructDef, list[str]]]) -> list[tuple[StructDe
         if i in done:
             return
         if struct.name in path:
-            raise RenderError(f"circular shared structs: {' -> '.join(path + (struct.name,))}")
+            raise RenderError(f"circular shared structs: {' -> '.join((*path, struct.name))}")
         for j, (other, _) in enumerate(owned):
             if other.name in uses(struct.fields) and other.name != struct.name:
-                visit(j, path + (struct.name,))
+                visit(j, (*path, struct.name))
         done.add(i)
         ordered.append(owned[i])
 

@@ -83,7 +83,7 @@ def test_sample_captures_decode_identically(name, from_krammar):
     assert len(with_krammar) == len(with_json) > 0
     decoded = sum(e.request is not None for e in with_json)
     assert decoded > 0
-    for a, b in zip(with_json, with_krammar):
+    for a, b in zip(with_json, with_krammar, strict=True):
         assert a == b
 
 

@@ -47,7 +47,7 @@ def test_a_struct_fields_version_bounds_the_fields_inside_it():
 
 
 def test_the_three_kinds_of_array():
-    header, arrays = parse_krammar(seed.ARRAYS).definitions
+    _header, arrays = parse_krammar(seed.ARRAYS).definitions
     kinds = {f.name: (f.type.array, f.type.base, f.type.nullable) for f in arrays.fields}
     assert kinds == {
         "Booleans": ("array", "bool", False),
@@ -60,7 +60,7 @@ def test_the_three_kinds_of_array():
     assert fields["Int8s"].nullable_versions == ALL and fields["Booleans"].nullable_versions == NONE
     assert fields["Headers"].type == TypeRef("Header", True, varint_count=True)
     assert fields["Anonymous"].type == TypeRef("ArraysAnonymou", True)  # franz-go's singular: one "s" off
-    key, value = structs["Header"].fields
+    key, _value = structs["Header"].fields
     assert key.type == TypeRef("varint-string") and key.nullable_versions == ALL  # a varint length may be -1
 
 
