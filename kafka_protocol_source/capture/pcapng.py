@@ -22,7 +22,6 @@ IDB = 0x00000001
 PB = 0x00000002
 SPB = 0x00000003
 EPB = 0x00000006
-_BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _OPT_TSRESOL = 9
 _OPT_TSOFFSET = 14
 MAX_BLOCK = 1 << 26
@@ -100,130 +99,155 @@ def _parse_idb(number: int, body: memoryview, st: dict) -> tuple[_Interface, str
     return _Interface(number, linktype, snaplen, tsresol, offset_s), problem
 
 
+def _packet(itf: _Interface, ts_hi: int, ts_lo: int, index: int, offset: int, data, orig_len: int) -> tuple:
+    """The frame tuple of one packet block, after a ``bad_timestamp`` issue if its time is the first bad one."""
+    ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
+    if 0 <= ts < LATEST_TIMESTAMP_NS:
+        return ((index, offset, ts, itf.linktype, data, orig_len),)
+    issue = itf.bad_time(index, offset, ts)
+    frame = (index, offset, 0, itf.linktype, data, orig_len)
+    return (frame,) if issue is None else (issue, frame)
+
+
+_BlockResult = tuple[tuple, int]  # what a block yields, and how many packet indices it takes
+
+
+class _Section:
+    """What the blocks of a section share: the byte order and the interfaces described so far."""
+
+    def __init__(self) -> None:
+        self._order(_LE)
+        self.interfaces: list[_Interface] = []
+        self.seen_shb = False
+        self.readers: dict[int, Callable[[bytes, memoryview, int, int, int, int], _BlockResult]] = {
+            EPB: self._enhanced_packet,
+            SPB: self._simple_packet,
+            PB: self._obsolete_packet,
+            IDB: self._interface,
+            SHB: self._section_header,
+        }
+
+    def _order(self, st: dict) -> None:
+        self.st = st
+        self.u32, self.epb = st["u32"], st["epb"]
+
+    def head(self, buf: bytes, pos: int, index: int, offset: int) -> tuple[int, int, CaptureIssue | None]:
+        """Type and length of the block at ``pos`` (a section header sets the byte order first)."""
+        btype = self.u32.unpack_from(buf, pos)[0]
+        if btype == SHB:  # same bytes in both orders, so it can be recognised before the order is known
+            bom = buf[pos + 8 : pos + 12]
+            if bom == b"\x4d\x3c\x2b\x1a":
+                self._order(_LE)
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                self._order(_BE)
+            else:
+                problem = f"section header with byte-order magic {bytes(bom).hex()}"
+                return btype, 0, CaptureIssue(index, offset, "corrupt_file", problem)
+        total = self.u32.unpack_from(buf, pos + 4)[0]
+        if total < 12 or total % 4 or total > MAX_BLOCK:
+            what = f"block of type {btype:#x}" if self.seen_shb else "section header"
+            return btype, total, CaptureIssue(index, offset, "corrupt_file", f"{what} claims length {total}")
+        return btype, total, None
+
+    def block(
+        self, btype: int, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int
+    ) -> _BlockResult:
+        """What one whole block yields; unknown blocks yield nothing."""
+        if btype == EPB and total >= 32:  # nearly every block: no lookups
+            return self._enhanced_packet(buf, mv, pos, total, index, offset)
+        if total < _SHORTEST.get(btype, 12):
+            problem = f"block of type {btype:#x} is {total} bytes, too short for its fields"
+            return (CaptureIssue(index, offset, "corrupt_file", problem),), int(btype != IDB)
+        reader = self.readers.get(btype)
+        return reader(buf, mv, pos, total, index, offset) if reader is not None else ((), 0)
+
+    def _enhanced_packet(
+        self, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int
+    ) -> _BlockResult:
+        iface_id, ts_hi, ts_lo, caplen, orig_len = self.epb.unpack_from(buf, pos + 8)
+        if iface_id >= len(self.interfaces) or 28 + caplen > total:
+            problem = (
+                f"enhanced packet block for interface {iface_id} of {len(self.interfaces)} "
+                f"with {caplen} bytes in a {total}-byte block"
+            )
+            return (CaptureIssue(index, offset, "corrupt_file", problem),), 1
+        itf = self.interfaces[iface_id]
+        ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
+        if 0 <= ts < LATEST_TIMESTAMP_NS:  # the common case, without _packet's call
+            return ((index, offset, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len),), 1
+        return _packet(itf, ts_hi, ts_lo, index, offset, mv[pos + 28 : pos + 28 + caplen], orig_len), 1
+
+    def _simple_packet(self, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int) -> _BlockResult:
+        orig_len = self.st["u32"].unpack_from(buf, pos + 8)[0]
+        if not self.interfaces:
+            problem = "simple packet block before any interface description"
+            return (CaptureIssue(index, offset, "corrupt_file", problem),), 1
+        itf = self.interfaces[0]
+        caplen = min(orig_len, total - 16, itf.snaplen or orig_len)
+        # SPB carries no timestamp: 0 says "unknown" rather than inventing one.
+        return ((index, offset, 0, itf.linktype, mv[pos + 12 : pos + 12 + caplen], orig_len),), 1
+
+    def _obsolete_packet(
+        self, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int
+    ) -> _BlockResult:
+        iface_id, _drops, ts_hi, ts_lo, caplen, orig_len = self.st["pb"].unpack_from(buf, pos + 8)
+        if iface_id >= len(self.interfaces) or 28 + caplen > total:
+            problem = f"packet block for interface {iface_id} of {len(self.interfaces)}"
+            return (CaptureIssue(index, offset, "corrupt_file", problem),), 1
+        data = mv[pos + 28 : pos + 28 + caplen]
+        return _packet(self.interfaces[iface_id], ts_hi, ts_lo, index, offset, data, orig_len), 1
+
+    def _interface(self, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int) -> _BlockResult:
+        interface, problem = _parse_idb(len(self.interfaces), mv[pos + 8 : pos + total - 4], self.st)
+        self.interfaces.append(interface)
+        return ((CaptureIssue(index, offset, "corrupt_file", problem),) if problem is not None else ()), 0
+
+    def _section_header(
+        self, buf: bytes, mv: memoryview, pos: int, total: int, index: int, offset: int
+    ) -> _BlockResult:
+        self.seen_shb = True
+        self.interfaces = []
+        return (), 0
+
+    def cut_block(
+        self, buf: bytes, mv: memoryview, pos: int, size: int, need: int, index: int, offset: int
+    ) -> Iterator:
+        """The end of a file cut inside a block: what survived of a last packet, then the issue."""
+        if size - pos >= 28 and need >= _SHORTEST[EPB] and self.st["u32"].unpack_from(buf, pos)[0] == EPB:
+            # Hand over what survived of the last packet; the decoder marks the missing payload.
+            iface_id, ts_hi, ts_lo, caplen, orig_len = self.st["epb"].unpack_from(buf, pos + 8)
+            if iface_id < len(self.interfaces):
+                data = mv[pos + 28 : min(size, pos + 28 + caplen)]
+                yield from _packet(self.interfaces[iface_id], ts_hi, ts_lo, index, offset, data, orig_len)
+        yield CaptureIssue(index, offset, "truncated_file", f"last block cut: {size - pos} of {need} bytes present")
+
+
 def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
-    buf = head
-    base = 0
-    pos = 0
+    """Every packet of a pcapng stream (``head`` is what was already read of it), in file order."""
+    section = _Section()
+    buf, base, pos = head, 0, 0
     size = len(buf)
     mv = memoryview(buf)
-    st = _LE
-    interfaces: list[_Interface] = []
     index = 0
-    seen_shb = False
     while True:
         need = 12
         if size - pos >= 12:
-            btype = st["u32"].unpack_from(buf, pos)[0]
-            if btype == SHB:  # same bytes in both orders, so it can be recognised before the order is known
-                bom = buf[pos + 8 : pos + 12]
-                if bom == b"\x4d\x3c\x2b\x1a":
-                    st = _LE
-                elif bom == b"\x1a\x2b\x3c\x4d":
-                    st = _BE
-                else:
-                    yield CaptureIssue(
-                        index, base + pos, "corrupt_file", f"section header with byte-order magic {bytes(bom).hex()}"
-                    )
-                    return
-                btype = SHB
-            total = st["u32"].unpack_from(buf, pos + 4)[0]
-            if total < 12 or total % 4 or total > MAX_BLOCK:
-                if not seen_shb:
-                    yield CaptureIssue(index, base + pos, "corrupt_file", f"section header claims length {total}")
-                    return
-                yield CaptureIssue(index, base + pos, "corrupt_file", f"block of type {btype:#x} claims length {total}")
+            btype, total, issue = section.head(buf, pos, index, base + pos)
+            if issue is not None:
+                yield issue
                 return
             need = total
-            end = pos + total
-            if end <= size:
-                if total < _SHORTEST.get(btype, 12):
-                    yield CaptureIssue(
-                        index,
-                        base + pos,
-                        "corrupt_file",
-                        f"block of type {btype:#x} is {total} bytes, too short for its fields",
-                    )
-                    index += btype != IDB
-                elif btype == EPB:
-                    iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
-                    if iface_id < len(interfaces) and 28 + caplen <= total:
-                        itf = interfaces[iface_id]
-                        ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
-                        if not 0 <= ts < LATEST_TIMESTAMP_NS:
-                            issue = itf.bad_time(index, base + pos, ts)
-                            if issue is not None:
-                                yield issue
-                            ts = 0
-                        yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
-                    else:
-                        yield CaptureIssue(
-                            index,
-                            base + pos,
-                            "corrupt_file",
-                            f"enhanced packet block for interface {iface_id} of {len(interfaces)} "
-                            f"with {caplen} bytes in a {total}-byte block",
-                        )
-                    index += 1
-                elif btype == SPB:
-                    orig_len = st["u32"].unpack_from(buf, pos + 8)[0]
-                    if interfaces:
-                        itf = interfaces[0]
-                        caplen = min(orig_len, total - 16, itf.snaplen or orig_len)
-                        # SPB carries no timestamp: 0 says "unknown" rather than inventing one.
-                        yield (index, base + pos, 0, itf.linktype, mv[pos + 12 : pos + 12 + caplen], orig_len)
-                    else:
-                        yield CaptureIssue(
-                            index, base + pos, "corrupt_file", "simple packet block before any interface description"
-                        )
-                    index += 1
-                elif btype == PB:
-                    iface_id, _drops, ts_hi, ts_lo, caplen, orig_len = st["pb"].unpack_from(buf, pos + 8)
-                    if iface_id < len(interfaces) and 28 + caplen <= total:
-                        itf = interfaces[iface_id]
-                        ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
-                        if not 0 <= ts < LATEST_TIMESTAMP_NS:
-                            issue = itf.bad_time(index, base + pos, ts)
-                            if issue is not None:
-                                yield issue
-                            ts = 0
-                        yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : pos + 28 + caplen], orig_len)
-                    else:
-                        yield CaptureIssue(
-                            index,
-                            base + pos,
-                            "corrupt_file",
-                            f"packet block for interface {iface_id} of {len(interfaces)}",
-                        )
-                    index += 1
-                elif btype == IDB:
-                    interface, problem = _parse_idb(len(interfaces), mv[pos + 8 : end - 4], st)
-                    interfaces.append(interface)
-                    if problem is not None:
-                        yield CaptureIssue(index, base + pos, "corrupt_file", problem)
-                elif btype == SHB:
-                    seen_shb = True
-                    interfaces = []
-                pos = end
+            if pos + total <= size:
+                items, taken = section.block(btype, buf, mv, pos, total, index, base + pos)
+                yield from items
+                index += taken
+                pos += total
                 continue
         more = read_more(read, mv[pos:], need - (size - pos), READ_SIZE)
         if len(more) == size - pos:
             break
-        buf = more
-        base += pos
-        pos = 0
+        buf, base, pos = more, base + pos, 0
         mv = memoryview(buf)
         size = len(buf)
     if size > pos:
-        if size - pos >= 28 and need >= _SHORTEST[EPB] and st["u32"].unpack_from(buf, pos)[0] == EPB:
-            # Hand over what survived of the last packet; the decoder marks the missing payload.
-            iface_id, ts_hi, ts_lo, caplen, orig_len = st["epb"].unpack_from(buf, pos + 8)
-            if iface_id < len(interfaces):
-                itf = interfaces[iface_id]
-                ts = ((ts_hi << 32 | ts_lo) * itf.mul) // itf.div + itf.offset_ns
-                if not 0 <= ts < LATEST_TIMESTAMP_NS:
-                    issue = itf.bad_time(index, base + pos, ts)
-                    if issue is not None:
-                        yield issue
-                    ts = 0
-                yield (index, base + pos, ts, itf.linktype, mv[pos + 28 : min(size, pos + 28 + caplen)], orig_len)
-        yield CaptureIssue(index, base + pos, "truncated_file", f"last block cut: {size - pos} of {need} bytes present")
+        yield from section.cut_block(buf, mv, pos, size, need, index, base + pos)
