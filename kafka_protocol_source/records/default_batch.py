@@ -195,36 +195,8 @@ def read_records(
                 pos += 1
             else:
                 offset_delta, pos = read_zigzag(buf, pos)
-            b = buf[pos]
-            if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                size, pos = read_zigzag(buf, pos)
-            if size < 0:
-                if size != -1:
-                    raise RecordsError(f"record {len(out)} has key length {size}")
-                key = None
-            elif size > rec_end - pos:
-                raise RecordsError(f"record {len(out)} key claims {size} bytes, {rec_end - pos} left")
-            else:
-                key = buf[pos : pos + size]
-                pos += size
-            b = buf[pos]
-            if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                size, pos = read_zigzag(buf, pos)
-            if size < 0:
-                if size != -1:
-                    raise RecordsError(f"record {len(out)} has value length {size}")
-                value = None
-            elif size > rec_end - pos:
-                raise RecordsError(f"record {len(out)} value claims {size} bytes, {rec_end - pos} left")
-            else:
-                value = buf[pos : pos + size]
-                pos += size
+            key, pos = _nullable_bytes(buf, pos, rec_end, len(out), "key")
+            value, pos = _nullable_bytes(buf, pos, rec_end, len(out), "value")
             b = buf[pos]
             if b == 0:
                 headers = []
@@ -252,6 +224,23 @@ def read_records(
         if partial_ok:
             return
         raise RecordsError(f"record {len(out)} runs past the end of the batch") from e
+
+
+def _nullable_bytes(buf: bytes, pos: int, rec_end: int, index: int, what: str) -> tuple[bytes | None, int]:
+    """A record's key or value: a zigzag length (-1 for null), then that many bytes within the record."""
+    b = buf[pos]
+    if b < 0x80:
+        size = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        size, pos = read_zigzag(buf, pos)
+    if size < 0:
+        if size != -1:
+            raise RecordsError(f"record {index} has {what} length {size}")
+        return None, pos
+    if size > rec_end - pos:
+        raise RecordsError(f"record {index} {what} claims {size} bytes, {rec_end - pos} left")
+    return buf[pos : pos + size], pos + size
 
 
 def _read_headers(buf: bytes, pos: int, rec_end: int, index: int) -> tuple[list, int]:
