@@ -29,10 +29,6 @@ LINKTYPE_LOOP = 108
 LINKTYPE_LINUX_SLL = 113
 LINKTYPE_LINUX_SLL2 = 276
 RAW_IP_LINKTYPES = frozenset({101, 12, 14, 228, 229})
-SUPPORTED_LINKTYPES = (
-    frozenset({LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_LOOP, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2})
-    | RAW_IP_LINKTYPES
-)
 
 _VLAN_ETHERTYPES = frozenset({0x8100, 0x88A8, 0x9100})
 _ETHERTYPE_VERSION = {0x0800: 4, 0x86DD: 6}
@@ -43,6 +39,33 @@ _IPPROTO_TCP = 6
 _IPV6_FRAGMENT = 44
 _IPV6_AH = 51
 _NAME_CACHE_LIMIT = 1 << 16
+
+
+def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str | None:
+    """Header length and IP version for link types other than Ethernet; the header's name when the
+    packet is too short for it; None for a link type we do not read."""
+    if linktype == LINKTYPE_LINUX_SLL2:
+        if size < 20:
+            return "SLL2 header"
+        return 20, _ETHERTYPE_VERSION.get((data[0] << 8) | data[1])
+    if linktype == LINKTYPE_LINUX_SLL:
+        if size < 16:
+            return "SLL header"
+        return 16, _ETHERTYPE_VERSION.get((data[14] << 8) | data[15])
+    if linktype in RAW_IP_LINKTYPES:
+        if size < 1:
+            return "IP header"
+        return 0, data[0] >> 4
+    if linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
+        if size < 4:
+            return "loopback header"
+        family = _U32_LE(data, 0)[0]
+        # NULL stores the family in the capturing host's byte order, LOOP in network order:
+        # a value with high bits set is the other order.
+        if family > 0xFFFF or linktype == LINKTYPE_LOOP:
+            family = int.from_bytes(data[0:4], "big")
+        return 4, _AF_VERSION.get(family)
+    return None
 
 
 class PacketDecoder:
@@ -67,41 +90,25 @@ class PacketDecoder:
                 etype = (data[off + 2] << 8) | data[off + 3]
                 off += 4
             version = _ETHERTYPE_VERSION.get(etype)
-        elif linktype == LINKTYPE_LINUX_SLL2:
-            off = 20
-            if size < 20:
-                return self._short(index, offset, size, orig_len, "SLL2 header")
-            version = _ETHERTYPE_VERSION.get((data[0] << 8) | data[1])
-        elif linktype == LINKTYPE_LINUX_SLL:
-            off = 16
-            if size < 16:
-                return self._short(index, offset, size, orig_len, "SLL header")
-            version = _ETHERTYPE_VERSION.get((data[14] << 8) | data[15])
-        elif linktype in RAW_IP_LINKTYPES:
-            off = 0
-            if size < 1:
-                return self._short(index, offset, size, orig_len, "IP header")
-            version = data[0] >> 4
-        elif linktype == LINKTYPE_NULL or linktype == LINKTYPE_LOOP:
-            off = 4
-            if size < 4:
-                return self._short(index, offset, size, orig_len, "loopback header")
-            family = _U32_LE(data, 0)[0]
-            # NULL stores the family in the capturing host's byte order, LOOP in network order:
-            # a value with high bits set is the other order.
-            if family > 0xFFFF or linktype == LINKTYPE_LOOP:
-                family = int.from_bytes(data[0:4], "big")
-            version = _AF_VERSION.get(family)
         else:
-            if linktype in self._reported_linktypes:
-                return None
-            self._reported_linktypes.add(linktype)
-            return CaptureIssue(index, offset, "unsupported_linktype", f"link type {linktype}: its packets are skipped")
+            header = _link_header(linktype, data, size)
+            if header is None:
+                return self._unsupported(index, offset, linktype)
+            if isinstance(header, str):
+                return self._short(index, offset, size, orig_len, header)
+            off, version = header
         if version == 4:
             return self._ipv4(data, off, size, orig_len, index, offset, ts)
         if version == 6:
             return self._ipv6(data, off, size, orig_len, index, offset, ts)
         return None
+
+    def _unsupported(self, index: int, offset: int, linktype: int) -> CaptureIssue | None:
+        """One issue per link type we cannot read; its packets are skipped."""
+        if linktype in self._reported_linktypes:
+            return None
+        self._reported_linktypes.add(linktype)
+        return CaptureIssue(index, offset, "unsupported_linktype", f"link type {linktype}: its packets are skipped")
 
     @staticmethod
     def _short(index: int, offset: int, size: int, orig_len: int, what: str):

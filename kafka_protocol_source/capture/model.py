@@ -12,16 +12,12 @@ from dataclasses import dataclass, fields
 # Times from here on (2200-01-01T00:00:00Z), or before 1970, are not times but broken scaling.
 LATEST_TIMESTAMP_NS = 7_258_118_400 * 1_000_000_000
 
-# TCP flag bits as they appear in the header's low nine bits.
+# The TCP flag bits the stages read.
 FIN = 0x01
 SYN = 0x02
 RST = 0x04
 PSH = 0x08
 ACK = 0x10
-URG = 0x20
-ECE = 0x40
-CWR = 0x80
-NS = 0x100
 
 
 class CaptureError(Exception):

@@ -44,9 +44,6 @@ class DirectionStream:
         expected = (self.base_seq + self.offset) & _MASK
         return self.offset + (((seq - expected + _HALF) & _MASK) - _HALF)
 
-    def end_seen(self) -> int:
-        return self._pieces[-1][1] if self._pieces else self.offset
-
     def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int) -> bool:
         """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
         if self.base_seq is None:
