@@ -24,7 +24,9 @@ class SpecRegistry:
     def __init__(self, messages: dict[str, MessageDef], source: str = ""):
         self.messages = messages
         self.source = source
-        self._requests = {m.api_key: m for m in messages.values() if m.kind == "request"}
+        self._requests: dict[int, MessageDef] = {
+            m.api_key: m for m in messages.values() if m.kind == "request" and m.api_key is not None
+        }
         self._responses = {m.api_key: m for m in messages.values() if m.kind == "response"}
         self._resolved: dict[tuple[str, int], Struct] = {}
 

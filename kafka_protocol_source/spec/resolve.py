@@ -46,7 +46,8 @@ def _struct_table(message: MessageDef) -> dict[str, tuple[FieldDef, ...]]:
 
 
 def _resolve_struct(name, fields, version, flexible, structs, path) -> Struct:
-    regular, tagged = [], []
+    regular: list[Field] = []
+    tagged: list[Field] = []
     for fd in fields:
         if version not in fd.versions:
             continue
@@ -59,7 +60,7 @@ def _resolve_struct(name, fields, version, flexible, structs, path) -> Struct:
             if resolved.length_from is not None:
                 _check_length_source(resolved, regular)
             regular.append(resolved)
-    tagged.sort(key=lambda f: f.tag)
+    tagged.sort(key=lambda f: f.tag if f.tag is not None else -1)  # every tagged field has a tag (checked above)
     return Struct(name=name, fields=tuple(regular), tagged=tuple(tagged), flexible=flexible)
 
 
@@ -72,6 +73,7 @@ def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
         source, minus = fd.length_from
         return Field(kind="bytes", default=b"", length_from=(snake_case(source), minus), **common)
     type_name = fd.type.name
+    element: str | Struct
     if fd.type.is_primitive:
         element = type_name
     else:
@@ -79,6 +81,7 @@ def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
         if body is None:
             raise SpecError(f"{path}: unknown struct type {type_name!r}")
         element = _resolve_struct(type_name, body, version, flexible, structs, path)
+    default: list | dict | None
     if fd.type.is_array:
         default = None if fd.default == "null" else []
         return Field(kind="array", element=element, default=default, varint_count=fd.type.varint_count, **common)
@@ -89,6 +92,7 @@ def _resolve_field(fd: FieldDef, version, flexible, structs, path) -> Field:
 
 
 def _check_length_source(field: Field, earlier: list[Field]) -> None:
+    assert field.length_from is not None, "called for a field whose length comes from another"
     source = field.length_from[0]
     if not any(f.name == source and f.kind in _INTS for f in earlier):
         raise SpecError(f"{field.path}: its length comes from {source!r}, which is not an integer field before it")
@@ -124,7 +128,7 @@ def primitive_default(type_name: str, text: str | None, nullable: bool, path: st
         if type_name == "bool":
             if text and text.lower() not in ("true", "false"):  # JSON true/false read as "True"/"False"
                 raise ValueError(text)
-            return bool(text) and text.lower() == "true"
+            return text is not None and text.lower() == "true"
     except ValueError as e:
         raise SpecError(f"{path}: bad default {text!r} for {type_name}") from e
     if type_name in ("string", "varint-string"):

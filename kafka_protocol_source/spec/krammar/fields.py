@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import NoReturn
 
-from .syntax import FieldSpec, KrammarError, Position, TypeSpec
+from .syntax import Fail, FieldSpec, KrammarError, Position, TypeSpec
 from .words import ALWAYS_NULLABLE, NAME, NULLABLE_PRIMITIVES, PRIMITIVES, VERSIONS, parse_versions
 
 _FIELD = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*): (?P<rest>\S.*)")
@@ -28,7 +29,7 @@ _TAG = re.compile(r"tag ([0-9]+)")
 def parse_field(content: str, line: int, indent: int, comment: tuple[str, ...], source: str) -> FieldSpec:
     """``content`` is the line after its ``indent`` spaces; columns reported are 1-based."""
 
-    def fail(message: str, offset: int):
+    def fail(message: str, offset: int) -> NoReturn:
         raise KrammarError(message, line, indent + offset + 1, source)
 
     double = content.find("  ")
@@ -50,7 +51,7 @@ def parse_field(content: str, line: int, indent: int, comment: tuple[str, ...], 
     return FieldSpec(name=name, type=spec, at=Position(line, indent + 1), comment=comment, **attrs)
 
 
-def _explain_bad_field(content: str, fail) -> None:
+def _explain_bad_field(content: str, fail: Fail) -> NoReturn:
     name = NAME.match(content)
     if name is None:
         fail(f"expected a field 'Name: type', found {content!r}", 0)
@@ -62,7 +63,7 @@ def _explain_bad_field(content: str, fail) -> None:
     fail(f"field {name.group()} has no type", name.end() + 2)
 
 
-def parse_type(text: str, at: Position, fail, offset: int) -> TypeSpec:
+def parse_type(text: str, at: Position, fail: Fail, offset: int) -> TypeSpec:
     """The type part of a field, ``offset`` being its position in the line (for errors)."""
     if text.startswith("length-field-minus"):
         match = _LENGTH.fullmatch(text)
@@ -121,7 +122,7 @@ def _nv(match):
     return parse_versions(text) if text else None
 
 
-def _parse_attributes(text: str, offset: int, fail) -> dict:
+def _parse_attributes(text: str, offset: int, fail: Fail) -> dict:
     """``v3+, tag 0, map key, ...``: the version comment and the extensions after it."""
     attrs: dict = {}
     position = offset
@@ -146,7 +147,7 @@ def _parse_attributes(text: str, offset: int, fail) -> dict:
     return attrs
 
 
-def _attribute(item: str, position: int, fail):
+def _attribute(item: str, position: int, fail: Fail):
     tag = _TAG.fullmatch(item)
     if tag is not None:
         if int(tag.group(1)) > 0x7FFFFFFF:

@@ -13,8 +13,9 @@ extensions ``data`` / ``header`` with ``max version``, ``min version`` and ``fle
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
-from .syntax import Definition, KrammarError, Position
+from .syntax import Definition, Fail, KrammarError, Position
 from .words import MAX_INT16, VERSIONS, parse_versions
 
 _HEADER = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9]*) =>(?: (?P<mods>\S.*))?")
@@ -43,14 +44,14 @@ _STRUCT = (
 
 
 def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) -> Definition:
-    def fail(message: str, column: int):
+    def fail(message: str, column: int) -> NoReturn:
         raise KrammarError(message, number, column + 1, source)
 
     match = _HEADER.fullmatch(line)
     if match is None:
-        name = re.match(r"[A-Za-z][A-Za-z0-9]*", line)
-        if name and line[name.end() :].startswith(":"):
-            fail("top-level definitions have no colon after their name; only fields do", name.end())
+        named = re.match(r"[A-Za-z][A-Za-z0-9]*", line)
+        if named and line[named.end() :].startswith(":"):
+            fail("top-level definitions have no colon after their name; only fields do", named.end())
         fail(f"expected a definition 'Name =>' at the start of the line, found {line!r}", 0)
     name, mods = match.group("name"), match.group("mods")
     at = Position(number, 1)
@@ -92,7 +93,7 @@ def parse_header(line: str, number: int, comment: tuple[str, ...], source: str) 
     )
 
 
-def _struct(name, at, comment, values, items, fail) -> Definition:
+def _struct(name, at, comment, values, items, fail: Fail) -> Definition:
     kind = values.get("message_kind")
     versioned = [k for k in ("max_version", "min_version", "flexible") if k in values]
     if kind is None and versioned:
@@ -124,7 +125,7 @@ def _struct(name, at, comment, values, items, fail) -> Definition:
     )
 
 
-def _check_numbers(values: dict[str, str], items, fail) -> None:
+def _check_numbers(values: dict[str, str], items, fail: Fail) -> None:
     """Keys and versions are int16 on the wire; a version range must not be empty."""
 
     def column(prefix: str) -> int:
@@ -146,7 +147,7 @@ def _split(mods: str, start: int) -> list[tuple[str, int]]:
     return items
 
 
-def _match_in_order(items, patterns, fail, what: str) -> dict[str, str]:
+def _match_in_order(items, patterns, fail: Fail, what: str) -> dict[str, str]:
     values: dict[str, str] = {}
     next_allowed = 0
     for text, column in items:

@@ -11,6 +11,7 @@ structs, clashing tags) still point at the line and column they come from.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 from ..ir import PRIMITIVES, FieldDef, MessageDef, StructDef, TypeRef
 from ..resolve import SpecError, primitive_default
@@ -54,19 +55,24 @@ class _Lowering:
         self.order = {id(d): i for i, d in enumerate(document.definitions)}
         self._struct_defs: dict[int, StructDef] = {}
 
-    def fail(self, message: str, where) -> None:
+    def fail(self, message: str, where) -> NoReturn:
         raise KrammarError(message, where.line, where.column, self.source)
 
     def message(self, d: Definition, request: MessageDef | None) -> MessageDef:
         fields = self.fields(d.fields, d.name)
         common = self.common_structs(d)
         if d.role == "response":
+            if request is None:
+                self.fail(f"{d.name} has no request to share versions with", d.at)
             return MessageDef(
                 d.name, "response", request.api_key, request.valid_versions, request.flexible_versions, fields, common
             )
+        kind = d.role if d.role == "request" else d.message_kind
+        if kind is None or d.max_version is None:  # the header parser requires both of a message
+            self.fail(f"{d.name} is not a message: it has no kind or no max version", d.at)
         return MessageDef(
             d.name,
-            d.role if d.role == "request" else d.message_kind,
+            kind,
             d.api_key,
             VersionRange(d.min_version, d.max_version),
             d.flexible or NONE,
@@ -159,7 +165,8 @@ class _Lowering:
     def field(self, spec: FieldSpec, parent: str) -> FieldDef:
         t = spec.type
         versions = spec.versions or ALL
-        length_from, inline = None, ()
+        length_from = None
+        inline: tuple[FieldDef, ...] = ()
         name = t.base
         if t.base == "length-field-minus":
             name, length_from = "bytes", (t.length_field, t.length_minus)

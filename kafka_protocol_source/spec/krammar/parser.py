@@ -9,6 +9,7 @@ defined before use, no struct that contains itself.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NoReturn
 
 from .fields import parse_field
 from .headers import parse_header
@@ -34,7 +35,7 @@ class _Parser:
         self.defined: dict[str, list[Definition]] = {}
         self.current: Definition | None = None
 
-    def fail(self, message: str, line: int, column: int = 1):
+    def fail(self, message: str, line: int, column: int = 1) -> NoReturn:
         raise KrammarError(message, line, column, self.source)
 
     def _check_characters(self, line: str, number: int) -> None:

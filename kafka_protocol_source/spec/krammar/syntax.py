@@ -7,9 +7,14 @@ errors found while lowering still need the line and column each node came from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from ..versions import VersionRange
+
+# What a parsing step is handed to report an error at (message, column or offset): it raises.
+Fail = Callable[[str, int], NoReturn]
 
 
 class KrammarError(ValueError):
