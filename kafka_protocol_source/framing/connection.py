@@ -114,7 +114,7 @@ class Connection:
             return [*out, self._tls_row()]
         for direction, framer in self.framers.items():
             out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
-        return out + self.pairer.finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
+        return out + self._paired().finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
 
     # -- deciding ---------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class Connection:
         if self.client is None:
             self.client = self._client_by_ports()
         if self.port_matched:
-            head = self.first_bytes.get(self.client)
+            head = self.first_bytes.get(self._decided_client())
             if not head and not final:
                 return []  # TLS or not is told by the client's first bytes
             self.kafka = True
@@ -238,21 +238,28 @@ class Connection:
         return lambda p: p == len(head) or p in ends
 
     def _start(self) -> None:
-        broker = reverse(self.client)
+        client = self._decided_client()
+        broker = reverse(client)
         ctx = self.ctx
-        self.pairer = Pairer(
+        pairer = self.pairer = Pairer(
             ctx,
             self._connection_id(),
-            address(self.client.src_ip, self.client.src_port),
+            address(client.src_ip, client.src_port),
             address(broker.src_ip, broker.src_port),
         )
         max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
-        requests = request_start_check(ctx.known, max_size, self.pairer.client_ids)
-        self.framers[self.client] = DirectionFramer(requests, max_size, in_sync)
-        self.framers[broker] = DirectionFramer(
-            response_start_check(max_size, self.pairer.pending_ids), max_size, in_sync
-        )
+        requests = request_start_check(ctx.known, max_size, pairer.client_ids)
+        self.framers[client] = DirectionFramer(requests, max_size, in_sync)
+        self.framers[broker] = DirectionFramer(response_start_check(max_size, pairer.pending_ids), max_size, in_sync)
+
+    def _decided_client(self) -> Direction:
+        assert self.client is not None, "the client side is decided before anything asks for it"
+        return self.client
+
+    def _paired(self) -> Pairer:
+        assert self.pairer is not None, "a Kafka connection has its pairer from _start on"
+        return self.pairer
 
     def connection_label(self) -> str:
         """The connection id rows carry; before the client side is known, the endpoints as captured."""
@@ -262,21 +269,22 @@ class Connection:
         return f"{address(k.a_ip, k.a_port)}<->{address(k.b_ip, k.b_port)}#{k.instance}"
 
     def _connection_id(self) -> str:
-        c = self.client
+        c = self._decided_client()
         return f"{address(c.src_ip, c.src_port)}->{address(c.dst_ip, c.dst_port)}#{self.key.instance}"
 
     # -- output -----------------------------------------------------------------------
 
     def _route(self, items: list, direction: Direction) -> list[Exchange]:
-        return self.pairer.take(items, direction == self.client) if items else []
+        return self._paired().take(items, direction == self.client) if items else []
 
     def _tls_row(self) -> Exchange:
-        broker = reverse(self.client)
+        client = self._decided_client()
+        broker = reverse(client)
         return Exchange(
             capture_file=self.ctx.locate(self.first_packet)[0],
             completed_at=self.ctx.position,
             connection_id=self._connection_id(),
-            client_address=address(self.client.src_ip, self.client.src_port),
+            client_address=address(client.src_ip, client.src_port),
             broker_address=address(broker.src_ip, broker.src_port),
             request_time=self.ctx.time(self.first_ns),
             response_time=None,
@@ -286,7 +294,7 @@ class Connection:
             api_version=None,
             correlation_id=None,
             client_id=None,
-            request_size=self.bytes_seen.get(self.client, 0),
+            request_size=self.bytes_seen.get(client, 0),
             response_size=self.bytes_seen.get(broker, 0),
             request=None,
             response=None,

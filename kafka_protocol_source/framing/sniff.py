@@ -63,7 +63,8 @@ class KnownApis:
 
     @classmethod
     def from_registry(cls, registry, header_version) -> KnownApis:
-        versions, v0 = {}, set()
+        versions: dict[int, frozenset[int]] = {}
+        v0: set[tuple[int, int]] = set()
         for key in registry.api_keys():
             message = registry.request(key)
             valid = frozenset(message.valid_versions.versions(cap=MAX_API_VERSION))
@@ -255,7 +256,7 @@ def first_confirmed(
 
 def chained_ids(buf, pos: int, size_at: Callable[[int], tuple[int, int] | None], limit: int = 16) -> list[int]:
     """Correlation ids of the frames that chain from ``pos`` (``size_at(p)``: (size, id) or None)."""
-    ids = []
+    ids: list[int] = []
     while len(ids) < limit:
         found = size_at(pos)
         if found is None:

@@ -57,9 +57,10 @@ class DirectionFramer:
         self.max_frame_size = max_frame_size
         self.buf = bytearray()
         self.pos = 0  # read position in buf
-        self.base = None  # stream offset of buf[0]
+        self.base = 0  # stream offset of buf[0], once anchored
+        self.anchored = False  # False until a chunk (or a gap's end) says where the stream is
         self.in_sync = in_sync
-        self.times: deque[tuple[int, int, int]] = deque()  # (stream offset, ns, packet) per chunk
+        self.times: deque[tuple[int, int, int | None]] = deque()  # (stream offset, ns, packet) per chunk
         self.skip_start: int | None = None
         self.skip_reason = (
             "the capture joined this connection mid-stream: bytes before the first frame start"
@@ -71,9 +72,9 @@ class DirectionFramer:
 
     # -- input ------------------------------------------------------------------------
 
-    def feed(self, offset: int, data: bytes, ns: int, packet: int) -> list:
-        if self.base is None:
-            self.base = offset
+    def feed(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
+        if not self.anchored:
+            self.base, self.anchored = offset, True
         self.times.append((offset, ns, packet))
         self.chunk_starts.add(offset)
         self.buf += data
@@ -106,7 +107,7 @@ class DirectionFramer:
     def _drain(self, final: bool = False) -> list:
         """Cut every whole frame buffered. ``final``: no more bytes will follow these, so a
         resync candidate that would need more of them is no candidate."""
-        out = []
+        out: list = []
         buf = self.buf
         while True:
             if not self.in_sync and not self._resync(out, final):
@@ -192,7 +193,7 @@ class DirectionFramer:
             self.skip_start = None
 
     def _cut_pending(self, reason: str) -> list:
-        out = []
+        out: list = []
         left = len(self.buf) - self.pos
         if not self.in_sync:
             if left:
@@ -210,14 +211,14 @@ class DirectionFramer:
     def _restart(self, offset: int | None) -> None:
         self.buf.clear()
         self.pos = 0
-        self.base = offset
+        self.base, self.anchored = (offset, True) if offset is not None else (0, False)
         self.times.clear()
         self.skip_start = None
         self.scanned_to = 0
         self.chunk_starts.clear()
 
     def _time_at(self, offset: int) -> tuple[int | None, int | None]:
-        found = (None, None)
+        found: tuple[int | None, int | None] = (None, None)
         for chunk_offset, ns, packet in self.times:
             if chunk_offset > offset:
                 break
@@ -225,7 +226,7 @@ class DirectionFramer:
         return found
 
     def _compact(self) -> None:
-        if self.base is None:
+        if not self.anchored:
             return  # nothing was ever fed (a direction that carried no payload byte)
         if self.pos >= _COMPACT_AT or self.pos == len(self.buf):
             del self.buf[: self.pos]
