@@ -30,13 +30,28 @@ def build_parser(struct: Struct) -> k.Struct:
 
 def _struct(struct: Struct) -> k.Struct:
     fields = [(f.name, _field(f, tagged=False)) for f in struct.fields]
-    tagged = [(f.tag, f.name, _field(f, tagged=True), f.default) for f in struct.tagged]
+    tagged = [(_tag(f), f.name, _field(f, tagged=True), f.default) for f in struct.tagged]
     return k.Struct(struct.name, fields, tagged, struct.flexible)
+
+
+def _tag(field: Field) -> int:
+    assert field.tag is not None, "resolve gives every tagged field its tag"
+    return field.tag
+
+
+def _element(field: Field) -> str | Struct:
+    assert field.element is not None, "resolve gives every array field its element type"
+    return field.element
+
+
+def _held(field: Field) -> Struct:
+    assert field.struct is not None, "resolve gives every struct field its struct"
+    return field.struct
 
 
 def _field(field: Field, tagged: bool):
     if field.kind == "array":
-        element = field.element
+        element = _element(field)
         if isinstance(element, Struct):
             parser = _struct(element)
         else:
@@ -45,7 +60,7 @@ def _field(field: Field, tagged: bool):
             parser, field.nullable, field.compact, min_size_of_element(element, field.compact), field.varint_count
         )
     if field.kind == "struct":
-        parser = _struct(field.struct)
+        parser = _struct(_held(field))
         return k.NullableStruct(parser, tagged) if field.nullable else parser
     if field.length_from is not None:
         if tagged:  # a tagged value is parsed on its own, away from the struct holding its source
@@ -70,7 +85,7 @@ def min_struct_size(struct: Struct) -> int:
         if f.kind == "array":
             size += 1 if f.compact or f.varint_count else 4
         elif f.kind == "struct":
-            size += 1 if f.nullable else min_struct_size(f.struct)
+            size += 1 if f.nullable else min_struct_size(_held(f))
         elif f.length_from is not None:
             pass  # may be empty
         elif f.kind in _VARINT_KINDS:

@@ -200,7 +200,7 @@ class Struct(KafkaConstruct):
         self.defaults = tuple((name, default) for _, name, _, default in tagged)
 
     def _parse(self, stream, context, path):
-        result = {}
+        result: dict = {}
         for name, sub in self.fields:
             try:
                 result[name] = sub._parse(stream, result, path)

@@ -19,7 +19,7 @@ from ..spec.headers import request_header_version, response_header_version
 from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
 from .embedded import decode_embedded
-from .errors import DecodeError, TrailingBytes, Truncated, WireError
+from .errors import DecodeError, TrailingBytes, Truncated, Where, WireError
 from .records_pass import decode_records_fields, records_paths
 from .runtime import remaining
 
@@ -37,7 +37,7 @@ class Decoder:
         self.tolerant = ParserCache(registry, compiled, tolerate_nulls=True)
         self._nesting = threading.local()
 
-    def _enter(self, where: dict) -> None:
+    def _enter(self, where: Where) -> None:
         depth = getattr(self._nesting, "depth", 0)
         if depth >= MAX_NESTING:
             raise DecodeError(f"requests nested more than {MAX_NESTING} deep", offset=0, **where)
@@ -76,7 +76,7 @@ class Decoder:
         message = self.registry.request(api_key)
         if message is None:
             raise DecodeError(f"unknown api key {api_key}", api_key=api_key, api_version=version, offset=0)
-        where = dict(api_key=api_key, api_name=message.api_name, api_version=version, direction="request")
+        where = Where(api_key=api_key, api_name=message.api_name, api_version=version, direction="request")
         if version not in message.valid_versions:
             raise DecodeError(
                 f"version {version} is not one of {message.api_name}'s ({message.valid_versions})", offset=2, **where
@@ -131,7 +131,7 @@ class Decoder:
         max_decompressed_bytes: int,
     ) -> dict:
         message = self.registry.response(api_key)
-        where = dict(
+        where = Where(
             api_key=api_key,
             api_name=message.api_name if message else None,
             api_version=api_version,
@@ -198,7 +198,7 @@ class Decoder:
             result["deviations"] = deviations
         return result
 
-    def _body(self, io, name: str, version: int, where: dict, lenient: bool) -> tuple[dict, int, list[str]]:
+    def _body(self, io, name: str, version: int, where: Where, lenient: bool) -> tuple[dict, int, list[str]]:
         """The body, which must use every byte left. When ``lenient``, leftovers are counted
         instead, and a null where the spec has none is read as null (said in the deviations)."""
         start = io.tell()
@@ -223,13 +223,19 @@ class Decoder:
 
     def parse_message(self, name: str, version: int, data: bytes, *, whole: bool = True) -> dict:
         """Decode ``data`` as message ``name`` at ``version`` (data messages, embedded bytes)."""
-        where = dict(api_name=name, api_version=version, direction="data")
+        where = Where(api_name=name, api_version=version, direction="data")
         result = {"body": self._parse(BytesIO(data), name, version, where, whole=whole)}
         self._records(result, name, version, DEFAULT_MAX_DECOMPRESSED_BYTES)
         return result["body"]
 
     def _parse(
-        self, io: BytesIO, name: str, version: int, where: dict, whole: bool = False, parsers: ParserCache | None = None
+        self,
+        io: BytesIO,
+        name: str,
+        version: int,
+        where: Where,
+        whole: bool = False,
+        parsers: ParserCache | None = None,
     ) -> dict:
         parser = (parsers or self.parsers).get(name, version)
         start = io.tell()

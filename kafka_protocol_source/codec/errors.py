@@ -7,6 +7,8 @@ path and reason, all as attributes and in its message.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 
 class WireError(ValueError):
     def __init__(self, reason: str, offset: int):
@@ -27,6 +29,15 @@ class WireError(ValueError):
 
 class Truncated(WireError):
     """The bytes ran out (or a length claims more than is left): more input could fix it."""
+
+
+class Where(TypedDict, total=False):
+    """Which message a DecodeError is about (keyword arguments of DecodeError)."""
+
+    api_key: int | None
+    api_name: str | None
+    api_version: int | None
+    direction: str
 
 
 class DecodeError(ValueError):
