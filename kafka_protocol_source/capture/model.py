@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import Any
 
 # Times from here on (2200-01-01T00:00:00Z), or before 1970, are not times but broken scaling.
 LATEST_TIMESTAMP_NS = 7_258_118_400 * 1_000_000_000
@@ -86,7 +87,7 @@ def fast_constructor(cls: type) -> Callable[..., object]:
     names = [f.name for f in fields(cls)]
     args = ", ".join(names)
     body = "".join(f"    _s{i}(o, {n})\n" for i, n in enumerate(names))
-    env = {"_new": object.__new__, "_cls": cls}
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}  # exec's namespace
     env.update({f"_s{i}": cls.__dict__[n].__set__ for i, n in enumerate(names)})
     exec(f"def make({args}):\n    o = _new(_cls)\n{body}    return o\n", env)  # noqa: S102 - generated from field names only
     make = env["make"]

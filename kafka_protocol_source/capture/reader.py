@@ -39,7 +39,7 @@ def read_packets(
         frame = None
         failure_told = False
         for frame in frames:
-            if frame.__class__ is tuple:
+            if isinstance(frame, tuple):
                 segment = decode(*frame)
                 if segment is not None:
                     yield segment
@@ -57,5 +57,5 @@ def read_packets(
         yield from issues
         if read.failure is not None and not failure_told:
             kind, detail = read.failure
-            after = 0 if frame is None else frame[0] + 1 if frame.__class__ is tuple else frame.packet_index
+            after = 0 if frame is None else frame[0] + 1 if isinstance(frame, tuple) else frame.packet_index
             yield CaptureIssue(after, -1, kind, detail)

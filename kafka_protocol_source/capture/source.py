@@ -105,6 +105,7 @@ def open_capture(source: Source) -> Iterator[tuple[SafeRead | Gunzip, CaptureFor
         raw_read = getattr(f, "read1", f.read)
         head = _read_exactly(raw_read, 4)
         gzipped = head[:2] == GZIP_MAGIC
+        read: Gunzip | SafeRead
         if gzipped:
             read = Gunzip(raw_read, head)
             head = _read_exactly(read, 4)
@@ -120,12 +121,11 @@ def detect_format(source: Source) -> CaptureFormat:
 
     A seekable file object is put back where it was; a non-seekable one is consumed.
     """
-    pos = None
-    if not isinstance(source, (str, os.PathLike)) and getattr(source, "seekable", lambda: False)():
-        pos = source.tell()
+    stream = None if isinstance(source, (str, os.PathLike)) else source
+    pos = stream.tell() if stream is not None and getattr(stream, "seekable", lambda: False)() else None
     try:
         with open_capture(source) as (_, fmt, _):
             return fmt
     finally:
-        if pos is not None:
-            source.seek(pos)
+        if stream is not None and pos is not None:
+            stream.seek(pos)

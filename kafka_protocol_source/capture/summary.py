@@ -29,6 +29,12 @@ class CaptureSummary:
     complete: bool  # ends on a record boundary (nothing cut short)
 
 
+def _gap_ns(earlier: CaptureSummary, later: CaptureSummary) -> int:
+    """Capture time from the last packet of ``earlier`` to the first of ``later`` (both have times)."""
+    assert earlier.last_ns is not None and later.first_ns is not None, "only timed files are chained"
+    return later.first_ns - earlier.last_ns
+
+
 def summarize(path: str) -> CaptureSummary | None:
     """The summary of a capture file, or None when it is not a pcap/pcapng capture (or unreadable)."""
     try:
@@ -67,7 +73,7 @@ def sessions(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[Ca
     for summary in timed:
         for chain in chains:
             tail = chain[-1]
-            if tail.linktypes == summary.linktypes and 0 <= summary.first_ns - tail.last_ns <= tolerance_ns:
+            if tail.linktypes == summary.linktypes and 0 <= _gap_ns(tail, summary) <= tolerance_ns:
                 chain.append(summary)
                 break
         else:

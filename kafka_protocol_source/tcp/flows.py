@@ -35,35 +35,34 @@ class _Connection:
 class _Table:
     def __init__(self, max_buffered_bytes: int) -> None:
         self.cap = max_buffered_bytes
-        self.out: list = []
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
         self.closed: dict[tuple, _Connection] = {}
         self.instances: dict[tuple, int] = {}
 
-    def _open(self, four: tuple, seg: TcpSegment) -> _Connection:
+    def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
         n = self.instances.get(four, 0)
         self.instances[four] = n + 1
         self.closed.pop(four, None)
-        conn = self.live[four] = _Connection(ConnectionKey(*four, n))
+        conn = self.live[four] = _Connection(ConnectionKey(four[0], four[1], four[2], four[3], n))
         a, b = (four[0], four[1]), (four[2], four[3])
         for src, dst in ((a, b), (b, a)):
-            conn.streams[src] = DirectionStream(conn.key, Direction(*src, *dst), self.out, self.cap)
+            conn.streams[src] = DirectionStream(conn.key, Direction(*src, *dst), self.cap)
         if seg.flags & SYN:
             sender = conn.streams[(seg.src_ip, seg.src_port)].direction
             receiver = conn.streams[(seg.dst_ip, seg.dst_port)].direction
             conn.initiator = receiver if seg.flags & ACK else sender
-        self.out.append(FlowEvent(conn.key, "open", seg.timestamp_ns, None, conn.initiator))
+        out.append(FlowEvent(conn.key, "open", seg.timestamp_ns, None, conn.initiator))
         return conn
 
-    def close(self, four: tuple, conn: _Connection, ts: int, why: str) -> None:
+    def close(self, four: tuple, conn: _Connection, ts: int, why: str, out: list) -> None:
         for stream in conn.streams.values():
-            stream.flush()
+            stream.flush(out)
         conn.closed = True
         del self.live[four]
         self.closed[four] = conn
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
-        self.out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
+        out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
     def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
         """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
@@ -79,7 +78,9 @@ class _Table:
             return True
         return -1 <= stream.offset_of(seg.seq) <= stream.offset
 
-    def segment(self, seg: TcpSegment) -> None:
+    def segment(self, seg: TcpSegment) -> list[StreamEvent]:
+        """The events one segment causes, in order (most segments: one chunk or none)."""
+        out: list[StreamEvent] = []
         src, dst = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
         four = (*src, *dst) if src <= dst else (*dst, *src)
         flags = seg.flags
@@ -87,16 +88,16 @@ class _Table:
         if conn is None:
             old = self.closed.get(four)
             if old is not None and self._belongs_to_closed(old, seg):
-                return
-            conn = self._open(four, seg)
+                return out
+            conn = self._open(four, seg, out)
         elif flags & SYN and not flags & ACK:
             isn = conn.streams[src].isn
             if isn is not None and isn != seg.seq:
-                self.close(four, conn, seg.timestamp_ns, "reused")
-                conn = self._open(four, seg)
+                self.close(four, conn, seg.timestamp_ns, "reused", out)
+                conn = self._open(four, seg, out)
         stream = conn.streams[src]
         if flags & ACK:
-            conn.streams[dst].acknowledged(seg.ack)
+            conn.streams[dst].acknowledged(seg.ack, out)
         if flags & SYN:
             stream.syn(seg.seq)
             if conn.initiator is None:
@@ -104,8 +105,8 @@ class _Table:
         if seg.payload or seg.missing:
             # A SYN's data (TCP Fast Open) starts one after the ISN.
             seq = (seg.seq + 1) & 0xFFFFFFFF if flags & SYN else seg.seq
-            if not stream.add(seq, seg.payload, seg.missing, seg.timestamp_ns, seg.packet_index):
-                self.out.append(
+            if not stream.add(seq, seg.payload, seg.missing, seg.timestamp_ns, seg.packet_index, out):
+                out.append(
                     FlowEvent(
                         conn.key,
                         "overflow",
@@ -116,17 +117,20 @@ class _Table:
                     )
                 )
         if flags & RST:
-            self.out.append(FlowEvent(conn.key, "reset", seg.timestamp_ns, stream.direction, conn.initiator))
-            self.close(four, conn, seg.timestamp_ns, "reset")
+            out.append(FlowEvent(conn.key, "reset", seg.timestamp_ns, stream.direction, conn.initiator))
+            self.close(four, conn, seg.timestamp_ns, "reset", out)
         elif flags & FIN and src not in conn.fins:
             conn.fins.add(src)
-            self.out.append(FlowEvent(conn.key, "fin", seg.timestamp_ns, stream.direction, conn.initiator))
+            out.append(FlowEvent(conn.key, "fin", seg.timestamp_ns, stream.direction, conn.initiator))
             if len(conn.fins) == 2:
-                self.close(four, conn, seg.timestamp_ns, "fin")
+                self.close(four, conn, seg.timestamp_ns, "fin", out)
+        return out
 
-    def finish(self, ts: int) -> None:
+    def finish(self, ts: int) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
         for four, conn in list(self.live.items()):
-            self.close(four, conn, ts, "end_of_capture")
+            self.close(four, conn, ts, "end_of_capture", out)
+        return out
 
 
 def reassemble(
@@ -142,17 +146,13 @@ def reassemble(
     CaptureIssue items are passed through where they occur.
     """
     table = _Table(max_buffered_bytes)
-    out = table.out
     last_ts = 0
     for item in segments:
-        if item.__class__ is TcpSegment:
+        if isinstance(item, TcpSegment):
             last_ts = item.timestamp_ns
-            table.segment(item)
-            if out:
-                yield from out
-                out.clear()
+            events = table.segment(item)
+            if events:
+                yield from events
         else:
             yield item
-    table.finish(last_ts)
-    yield from out
-    out.clear()
+    yield from table.finish(last_ts)

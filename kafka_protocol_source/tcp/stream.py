@@ -17,14 +17,13 @@ _HALF = 0x80000000
 
 
 class DirectionStream:
-    """Reassembles one direction; every method appends its output events to `out`."""
+    """Reassembles one direction; a method that delivers appends the events to the ``out`` list it is handed."""
 
-    __slots__ = ("_pieces", "_starts", "base_seq", "buffered", "cap", "conn", "direction", "isn", "offset", "out")
+    __slots__ = ("_pieces", "_starts", "base_seq", "buffered", "cap", "conn", "direction", "isn", "offset")
 
-    def __init__(self, conn: ConnectionKey, direction: Direction, out: list, cap: int) -> None:
+    def __init__(self, conn: ConnectionKey, direction: Direction, cap: int) -> None:
         self.conn = conn
         self.direction = direction
-        self.out = out
         self.base_seq: int | None = None  # sequence number of stream offset 0
         self.isn: int | None = None
         self.offset = 0  # stream offset of the next byte to deliver
@@ -41,10 +40,11 @@ class DirectionStream:
 
     def offset_of(self, seq: int) -> int:
         """Stream offset of `seq`, taking the 32-bit value nearest to the current position."""
+        assert self.base_seq is not None, "offsets are asked for once the stream has its first sequence number"
         expected = (self.base_seq + self.offset) & _MASK
         return self.offset + (((seq - expected + _HALF) & _MASK) - _HALF)
 
-    def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int) -> bool:
+    def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list) -> bool:
         """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
         if self.base_seq is None:
             self.base_seq = seq  # capture started mid-connection: the first byte seen is offset 0
@@ -63,18 +63,18 @@ class DirectionStream:
             start = offset
         if start == offset and not self._pieces:
             if payload:
-                self.out.append(new_chunk(self.conn, self.direction, start, payload, ts, index))
+                out.append(new_chunk(self.conn, self.direction, start, payload, ts, index))
             if missing:
-                self.out.append(StreamGap(self.conn, self.direction, start + len(payload), missing, ts, "snaplen_cut"))
+                out.append(StreamGap(self.conn, self.direction, start + len(payload), missing, ts, "snaplen_cut"))
             self.offset = end
             return True
         if payload:
             self._insert(start, start + len(payload), payload, ts, index)
         if missing:
             self._insert(end - missing, end, None, ts, index)
-        self._deliver()
+        self._deliver(out)
         if self.buffered > self.cap:
-            self.flush("overflow")
+            self.flush(out, "overflow")
             return False
         return True
 
@@ -99,26 +99,26 @@ class DirectionStream:
                 pos = max(pos, pieces[i][1])
                 i += 1
 
-    def _emit(self, piece: tuple) -> None:
+    def _emit(self, piece: tuple, out: list) -> None:
         start, end, data, ts, index = piece
         if data is None:
-            self.out.append(StreamGap(self.conn, self.direction, start, end - start, ts, "snaplen_cut"))
+            out.append(StreamGap(self.conn, self.direction, start, end - start, ts, "snaplen_cut"))
         else:
-            self.out.append(new_chunk(self.conn, self.direction, start, data, ts, index))
+            out.append(new_chunk(self.conn, self.direction, start, data, ts, index))
         self.buffered -= end - start
         self.offset = end
 
-    def _deliver(self) -> None:
+    def _deliver(self, out: list) -> None:
         pieces = self._pieces
         n = 0
         while n < len(pieces) and pieces[n][0] <= self.offset:
-            self._emit(pieces[n])
+            self._emit(pieces[n], out)
             n += 1
         if n:
             del pieces[:n]
             del self._starts[:n]
 
-    def acknowledged(self, ack_seq: int) -> None:
+    def acknowledged(self, ack_seq: int, out: list) -> None:
         """The receiver acknowledged up to `ack_seq`: holes before it were sent but not captured.
 
         They will never be filled (the peer has them, so nobody retransmits), so each becomes a
@@ -133,24 +133,22 @@ class DirectionStream:
         while n < len(pieces) and pieces[n][0] <= acked:
             piece = pieces[n]
             if piece[0] > self.offset:
-                self.out.append(
+                out.append(
                     StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], "missing")
                 )
-            self._emit(piece)
+            self._emit(piece, out)
             n += 1
         if n:
             del pieces[:n]
             del self._starts[:n]
-            self._deliver()
+            self._deliver(out)
 
-    def flush(self, reason: str = "missing") -> None:
+    def flush(self, out: list, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
         for piece in self._pieces:
             if piece[0] > self.offset:
-                self.out.append(
-                    StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason)
-                )
-            self._emit(piece)
+                out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason))
+            self._emit(piece, out)
         self._pieces.clear()
         self._starts.clear()
         self.buffered = 0
