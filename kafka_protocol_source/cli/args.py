@@ -40,7 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
     """Every flag of ``parser`` and its sub-commands (the top parser reports their unknown flags)."""
-    flags = set()
+    flags: set[str] = set()
     for action in parser._actions:
         flags.update(action.option_strings)
         if isinstance(action, argparse._SubParsersAction):
@@ -59,7 +59,7 @@ def version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafka-wire", description="Kafka traffic in packet captures, as tables.")
     parser.add_argument("--version", action="version", version=f"kafka-wire {version()}")
-    common = argparse.ArgumentParser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument("--ports", default="9092", help="broker ports, comma-separated (default 9092)")
     common.add_argument(
         "--specs",
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no progress line on stderr (it is shown only when stderr is a terminal)",
     )
-    results = argparse.ArgumentParser(add_help=False)
+    results = OneLineParser(add_help=False)
     results.add_argument(
         "--format", choices=FORMATS, help="how to print results: table (default), csv or json (JSON lines)"
     )

@@ -196,6 +196,7 @@ def write(df, destination: Destination, stdout, max_rows: int, quiet=contextlib.
     """Write ``df`` where ``destination`` says; ``quiet()`` is held while the terminal is written to
     (the progress line is wiped then), so queries run outside it where the writer allows."""
     if destination.format == PARQUET:
+        assert destination.path is not None, "Parquet is chosen from a path"
         write_parquet(df, destination.path)
         return
     if destination.path is None:

@@ -198,6 +198,7 @@ def read_records(
             key, pos = _nullable_bytes(buf, pos, rec_end, len(out), "key")
             value, pos = _nullable_bytes(buf, pos, rec_end, len(out), "value")
             b = buf[pos]
+            headers: list
             if b == 0:
                 headers = []
                 pos += 1

@@ -56,7 +56,7 @@ def compression_name(codec_id: int) -> str:
 
 def new_batch(**fields) -> dict:
     """A batch dict with every key present; `fields` overrides the defaults."""
-    batch = {
+    batch: dict = {
         "base_offset": UNKNOWN,
         "batch_length": UNKNOWN,
         "partition_leader_epoch": None,

@@ -26,7 +26,7 @@ class BatchBuilder:
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.variants = VariantEncoder()
-        self._needs = {}
+        self._needs: dict[int, bool] = {}  # id of a Spark type -> whether its values need fixing
 
     def build(self, rows: list[dict]) -> pa.RecordBatch:
         arrays = []

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from ..codec.decoder import decoder_for
 from ..framing.context import DEFAULT_PORTS
+from ..framing.splitter import DEFAULT_MAX_FRAME_SIZE
 from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES
+from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 
 VIEWS = ("exchanges", "records", "connections", "groups", "lag")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
@@ -32,8 +34,8 @@ OPTION_DOC = {
     "added when this option is set or the schema has the column)",
     "ports": "comma-separated broker ports (default 9092)",
     "detectKafka": "true (default): also find Kafka on other ports, by a request start in a side's bytes",
-    "maxFrameSize": "largest plausible frame in bytes (default 104857600)",
-    "maxBufferedBytes": "out-of-order bytes held per TCP direction (default 16777216)",
+    "maxFrameSize": f"largest plausible frame in bytes (default {DEFAULT_MAX_FRAME_SIZE})",
+    "maxBufferedBytes": f"out-of-order bytes held per TCP direction (default {DEFAULT_MAX_BUFFERED_BYTES})",
     "maxDecompressedBytes": "what the records fields of one frame may decompress to, together "
     "(default 134217728); a frame past it says so in its row",
     "specs": "directory of Kafka JSON message definitions, or a krammar file, to decode with (default: bundled)",
@@ -89,8 +91,8 @@ class ReadOptions:
     corrupt_requested: bool = False
     ports: frozenset[int] = DEFAULT_PORTS
     detect_kafka: bool = True
-    max_frame_size: int = 100 * 1024 * 1024
-    max_buffered_bytes: int = 16 * 1024 * 1024
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
     specs: str | None = None
     recursive: bool = False
     glob_filter: str | None = None
@@ -118,8 +120,10 @@ class ReadOptions:
         if "apiversion" in opts:
             if api_key is None:
                 raise OptionError("apiVersion needs api (e.g. .option('api', 'Produce').option('apiVersion', 9))")
-            api_version = _int(opts, "apiversion")
-            valid = (registry.request(api_key) or decoder_for(None).registry.request(api_key)).valid_versions
+            api_version = _int(opts, "apiversion", 0)
+            message = registry.request(api_key) or decoder_for(None).registry.request(api_key)
+            assert message is not None, "_api only names api keys one of the two registries has"
+            valid = message.valid_versions
             if api_version not in valid:
                 raise OptionError(f"{registry.api_name(api_key)} has no version {api_version} (versions {valid})")
         if api_key is not None and view != "exchanges":
@@ -140,8 +144,8 @@ class ReadOptions:
             corrupt_requested="columnnameofcorruptrecord" in opts,
             ports=frozenset(_int_list(opts, "ports")) if "ports" in opts else DEFAULT_PORTS,
             detect_kafka=_bool(opts, "detectkafka", True),
-            max_frame_size=_int(opts, "maxframesize", 100 * 1024 * 1024, low=8),
-            max_buffered_bytes=_int(opts, "maxbufferedbytes", 16 * 1024 * 1024, low=0),
+            max_frame_size=_int(opts, "maxframesize", DEFAULT_MAX_FRAME_SIZE, low=8),
+            max_buffered_bytes=_int(opts, "maxbufferedbytes", DEFAULT_MAX_BUFFERED_BYTES, low=0),
             specs=opts.get("specs"),
             recursive=_bool(opts, "recursivefilelookup", False),
             glob_filter=opts.get("pathglobfilter"),
@@ -153,7 +157,7 @@ class ReadOptions:
 
 
 def _paths(opts: dict) -> tuple[str, ...]:
-    paths = []
+    paths: list[str] = []
     if "paths" in opts:
         raw = opts["paths"]
         try:
@@ -177,12 +181,12 @@ def _api(registry, text: str) -> int:
         if registry.request(key) is None and bundled.request(key) is None:
             raise OptionError(f"unknown api key {key}")
         return key
-    key = registry.api_key_by_name(text)
-    if key is None:
-        key = bundled.api_key_by_name(text)
-    if key is None:
+    named = registry.api_key_by_name(text)
+    if named is None:
+        named = bundled.api_key_by_name(text)
+    if named is None:
         raise OptionError(f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)")
-    return key
+    return named
 
 
 def _seconds(opts: dict, key: str, default: float) -> float:
@@ -197,7 +201,7 @@ def _seconds(opts: dict, key: str, default: float) -> float:
     return value
 
 
-def _int(opts: dict, key: str, default: int | None = None, low: int | None = None) -> int:
+def _int(opts: dict, key: str, default: int, low: int | None = None) -> int:
     if key not in opts:
         return default
     try:

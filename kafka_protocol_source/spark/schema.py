@@ -52,7 +52,7 @@ _PRIMITIVE = {
     "varint-string": StringType(),
     "varint-bytes": BinaryType(),
 }
-_WIDER = [ByteType(), ShortType(), IntegerType(), LongType()]
+_WIDER: list[DataType] = [ByteType(), ShortType(), IntegerType(), LongType()]
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 CONTROL_TYPE = StructType(
@@ -172,11 +172,9 @@ _CONSUMER_DATA = {
 _JSON_DATA = {("EnvelopeRequest", ()): "request_data", ("EnvelopeResponse", ()): "response_data"}
 
 
-def exchange_schema(body_type: DataType | None = None) -> StructType:
-    """The exchange view: ``body_type`` None gives VARIANT bodies (the default view)."""
-    body = body_type or VariantType()
-    request = body if body_type is None else body_type[0]
-    response = body if body_type is None else body_type[1]
+def exchange_schema(bodies: tuple[StructType, StructType] | None = None) -> StructType:
+    """The exchange view; ``bodies`` are the typed request and response structs (None: VARIANT bodies)."""
+    request, response = bodies if bodies is not None else (VariantType(), VariantType())
     return StructType([*EXCHANGE_FIELDS, StructField("request", request), StructField("response", response)])
 
 
@@ -184,7 +182,7 @@ def typed_body_type(registry: SpecRegistry, name: str, versions) -> StructType:
     result: StructType | None = None
     for v in versions:
         struct = _struct_type(registry.resolved(name, v), registry, name, ())
-        result = struct if result is None else _merge(result, struct)
+        result = struct if result is None else _merge_structs(result, struct)
     return result or StructType([])
 
 
@@ -225,6 +223,12 @@ def _field_type(field, registry, message, path) -> DataType:
     return _PRIMITIVE[field.kind]
 
 
+def _merge_structs(a: StructType, b: StructType) -> StructType:
+    merged = _merge(a, b)
+    assert isinstance(merged, StructType), "two structs merge into a struct"
+    return merged
+
+
 def _merge(a: DataType, b: DataType) -> DataType:
     if a == b:
         return a
@@ -237,7 +241,7 @@ def _merge(a: DataType, b: DataType) -> DataType:
     if isinstance(a, ArrayType) and isinstance(b, ArrayType):
         return ArrayType(_merge(a.elementType, b.elementType))
     if a in _WIDER and b in _WIDER:
-        return max(a, b, key=_WIDER.index)
+        return a if _WIDER.index(a) >= _WIDER.index(b) else b
     raise ValueError(
         f"a field changes type across versions ({a.simpleString()} vs {b.simpleString()}); "
         "read that api with apiVersion set to one version"

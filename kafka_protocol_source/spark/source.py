@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime, timezone
+from types import FrameType
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -20,6 +21,7 @@ from pyspark.sql.datasource import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    InputPartition,
     LessThan,
     LessThanOrEqual,
 )
@@ -82,9 +84,9 @@ def _pushdown_disabled() -> bool:
     except through the ``enable_pushdown`` local of the worker function calling us. So look
     there: a reader without pushFilters is returned then, and reads never fail for that reason.
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(8):
-        frame = frame.f_back
+        frame = frame.f_back if frame is not None else None
         if frame is None:
             return False
         if frame.f_locals.get("enable_pushdown") is False:
@@ -133,7 +135,8 @@ class KafkaWireReader(DataSourceReader):
         split_size = sys.maxsize if o.view in WHOLE_SESSION_VIEWS else o.split_size  # never split: see view_readers
         return plan_partitions(self.files, split_size, o.stitch, o.stitch_tolerance_ns) or [CapturePartition((), 0, 0)]
 
-    def read(self, partition: CapturePartition):
+    def read(self, partition: InputPartition):
+        assert isinstance(partition, CapturePartition), "partitions() gives CapturePartitions only"
         yield from PartitionReader(self.options, self.schema, self.apis, self.window).read(partition)
 
 

@@ -99,7 +99,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return grown
         max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_files
         max_bytes = limit.max_bytes if isinstance(limit, ReadMaxBytes) else self.max_bytes
-        admitted, size = [], 0
+        admitted: list = []
+        size = 0
         for item in grown:
             if max_files is not None and len(admitted) >= max_files:
                 break
@@ -142,7 +143,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             paths = tuple(s.path for s in files)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
-            emit = EmitRule(
+            emit: EmitRule | None = EmitRule(
                 new_from, *self._stale_window(start["end_ns"], end["end_ns"]), after_flush=start["end_ns"] == QUIET
             )
             if chain[0].container == OTHER:
