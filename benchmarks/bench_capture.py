@@ -26,8 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "capture"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package (its capture builders)
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.capture import TcpSegment, read_packets
@@ -40,7 +39,7 @@ BROKER_PORTS: list[int] = [9092]
 
 
 def _crafted_frames() -> list[bytes]:
-    import pcapbuild as b
+    from tests.capture import pcapbuild as b
 
     # Kafka-like mix: small requests, full-MSS fetch responses, pure ACKs.
     sizes = [60, 200, 1448, 1448, 1448, 0, 512]

@@ -5,10 +5,10 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import pcapbuild as b
 import pytest
 
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
+from tests.capture import pcapbuild as b
 
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")

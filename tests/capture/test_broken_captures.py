@@ -7,10 +7,10 @@ import io
 import struct
 import tracemalloc
 
-import pcapbuild as b
 import pytest
 
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
+from tests.capture import pcapbuild as b
 
 T0 = 1_700_000_000_123_456_000
 A, B = "10.0.0.1", "10.0.0.2"

@@ -3,10 +3,10 @@
 import io
 import struct
 
-import pcapbuild as b
 import pytest
 
 from kafka_protocol_source.capture import CaptureError, CaptureIssue, TcpSegment, detect_format, read_packets
+from tests.capture import pcapbuild as b
 
 T0 = 1_700_000_000_123_456_789
 A, B = "10.0.0.1", "10.0.0.2"

@@ -3,12 +3,12 @@ is kept with its time unknown (0), and its interface gets one bad_timestamp issu
 
 import io
 
-import pcapbuild as b
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
 from kafka_protocol_source.capture.model import LATEST_TIMESTAMP_NS
+from tests.capture import pcapbuild as b
 
 T0 = 1_700_000_000_123_456_789
 

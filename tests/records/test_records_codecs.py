@@ -10,7 +10,10 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.codec import snappy_encode
-from records_builders import (
+
+from kafka_protocol_source.records import decode_records
+from kafka_protocol_source.records.lz4_frame import xxh32
+from tests.records.records_builders import (
     GZIP,
     LZ4,
     SNAPPY,
@@ -23,9 +26,6 @@ from records_builders import (
     oracle_records,
     raw_v2_batch,
 )
-
-from kafka_protocol_source.records import decode_records
-from kafka_protocol_source.records.lz4_frame import xxh32
 
 ENTRIES = [(1_700_000_000_000 + i, b"key-%d" % i, b"value %d " % i * 40, [("h", b"%d" % i)]) for i in range(50)]
 

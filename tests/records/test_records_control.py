@@ -4,9 +4,9 @@ import struct
 
 import pytest
 from kafka.record.memory_records import MemoryRecords
-from records_builders import raw_record, raw_v2_batch
 
 from kafka_protocol_source.records import decode_records
+from tests.records.records_builders import raw_record, raw_v2_batch
 
 CONTROL = 0x20
 TRANSACTIONAL = 0x10

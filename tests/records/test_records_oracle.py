@@ -3,10 +3,20 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from records_builders import GZIP, LZ4, NONE, SNAPPY, ZSTD, build_set, install_xxhash_shim, oracle_records, our_records
 
 from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
+from tests.records.records_builders import (
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    build_set,
+    install_xxhash_shim,
+    oracle_records,
+    our_records,
+)
 
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 COMBINATIONS = [(magic, codec) for magic in (0, 1, 2) for codec in CODEC_NAMES if not (codec == ZSTD and magic < 2)]
@@ -101,7 +111,7 @@ def test_magic1_log_append_time_wrapper_timestamp_applies_to_inner_records():
 
 
 def test_v2_log_append_time_uses_max_timestamp():
-    from records_builders import build_v2, patch_v2
+    from tests.records.records_builders import build_v2, patch_v2
 
     buf = build_v2([(100, b"a", b"b", []), (150, b"c", b"d", [])])
     buf = patch_v2(buf, attributes=0x08, max_timestamp=9999)

@@ -6,7 +6,10 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from records_builders import (
+
+from kafka_protocol_source.records import RecordsError, decode_records
+from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
+from tests.records.records_builders import (
     GZIP,
     LZ4,
     NONE,
@@ -19,9 +22,6 @@ from records_builders import (
     raw_v2_batch,
     varint,
 )
-
-from kafka_protocol_source.records import RecordsError, decode_records
-from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
 
 MAX_INT32 = 2**31 - 1
 

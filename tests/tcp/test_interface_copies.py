@@ -11,10 +11,10 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-import pcapbuild as b
 import pytest
 
 from kafka_protocol_source.pipeline import read_capture
+from tests.capture import pcapbuild as b
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_captures" / "tansu_confluent_kafka_all_codecs.pcap"
 LINUX_SLL2 = 276

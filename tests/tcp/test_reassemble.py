@@ -2,12 +2,12 @@
 
 import io
 
-import pcapbuild as b
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_protocol_source.capture import ACK, FIN, PSH, RST, SYN, TcpSegment, read_packets
 from kafka_protocol_source.tcp import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, reassemble
+from tests.capture import pcapbuild as b
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 9092)
 
