@@ -23,7 +23,7 @@ _IMPORT = (
 )
 
 # Fixed-width reads inline in compiled code; a short read raises struct.error there, and the
-# caller re-parses interpreted to report where (see decoder.parse_body).
+# caller re-parses interpreted to report where (see Decoder._parse in decoder.py).
 _INLINE_FIXED = {
     "int8": ("_I8", 1),
     "int16": ("_I16", 2),
