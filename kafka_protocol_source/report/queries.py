@@ -26,8 +26,8 @@ _LATENCY_COLUMNS = "p[0] AS p50_ms, p[1] AS p90_ms, p[2] AS p99_ms, max_ms"
 _RECORD_BYTES = "coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0)"
 HISTOGRAM_FLOOR_MS = 2.0**-6  # latencies below ~16 µs share the first bin
 
-# The columns the queries read: callers may cache just these.
-EXCHANGE_COLUMNS = (
+# The columns of the two views that the queries read (a subset): callers may cache just these.
+QUERIED_EXCHANGE_COLUMNS = (
     "capture_file",
     "connection_id",
     "client_address",
@@ -45,7 +45,7 @@ EXCHANGE_COLUMNS = (
     "note",
     "error_codes",
 )
-RECORD_COLUMNS = ("topic", "topic_id", "partition", "direction", "key", "value", "request_time")
+QUERIED_RECORD_COLUMNS = ("topic", "topic_id", "partition", "direction", "key", "value", "request_time")
 
 
 def _error_names_by(key: str) -> str:

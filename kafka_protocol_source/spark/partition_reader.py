@@ -19,10 +19,10 @@ from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
+from ..views.exchanges import exchange_row
+from ..views.records import TopicNames, record_rows
 from .arrow import BatchBuilder
 from .options import ReadOptions
-from .records_view import TopicNames, record_rows
-from .rows import exchange_row
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048

@@ -1,5 +1,8 @@
 """Views: pyspark-free rows built from what the stages below produce, one module per view.
 
+* ``exchanges``: one row per request/response exchange (the default view), with its outcome and
+  the error codes found anywhere in the response.
+* ``records``: one row per record produced or fetched, topics named from the capture's metadata.
 * ``connections``: one row per TCP connection, joining ``tcp.stats`` (packets, bytes,
   retransmissions, gaps, handshake, ending) with the Kafka exchanges read on it.
 * ``groups``: one row per consumer group generation (classic protocol) or epoch (KIP-848), from

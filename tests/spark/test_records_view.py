@@ -143,7 +143,7 @@ def test_timestamps_are_create_times_near_the_request(records):
 
 
 def test_produced_records_carry_the_log_offsets_the_broker_assigned_and_refusals_are_marked():
-    from kafka_protocol_source.spark.records_view import TopicNames, record_rows
+    from kafka_protocol_source.views.records import TopicNames, record_rows
     from tests.samples.catalog import exchanges, sample_names
 
     for name in sample_names():

@@ -11,7 +11,7 @@ error code, or else the status itself (``malformed``, ``unanswered``, ...).
 from __future__ import annotations
 
 from ..spec.error_codes import error_name
-from ..views.outcomes import error_codes
+from .outcomes import error_codes
 
 EXCHANGE_COLUMNS = (
     "capture_file",

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 from ..spec.api_keys import FETCH, PRODUCE
 from ..spec.error_codes import error_name
-from ..views.topic_names import ZERO_UUID as _ZERO_UUID
-from ..views.topic_names import TopicNames
+from .topic_names import ZERO_UUID as _ZERO_UUID
+from .topic_names import TopicNames
 
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
 
