@@ -5,31 +5,6 @@ one (v2, legacy, truncation stubs) yields the same keys and a Spark schema can s
 Does not decode anything.
 """
 
-BATCH_KEYS = (
-    "base_offset",
-    "batch_length",
-    "partition_leader_epoch",
-    "magic",
-    "crc",
-    "crc_valid",
-    "attributes",
-    "compression",
-    "timestamp_type",
-    "is_transactional",
-    "is_control",
-    "has_delete_horizon",
-    "last_offset_delta",
-    "base_timestamp",
-    "max_timestamp",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "records_count",
-    "records",
-    "truncated",
-    "error",
-)
-
 RECORD_KEYS = (
     "offset",
     "timestamp",
@@ -54,32 +29,38 @@ def compression_name(codec_id: int) -> str:
     return name if name is not None else f"unknown({codec_id})"
 
 
+# The keys of a batch dict, in order, with the value each has until the bytes say otherwise.
+_BATCH_DEFAULTS: dict = {
+    "base_offset": UNKNOWN,
+    "batch_length": UNKNOWN,
+    "partition_leader_epoch": None,
+    "magic": UNKNOWN,
+    "crc": UNKNOWN,
+    "crc_valid": None,
+    "attributes": UNKNOWN,
+    "compression": compression_name(UNKNOWN),
+    "timestamp_type": None,
+    "is_transactional": False,
+    "is_control": False,
+    "has_delete_horizon": False,
+    "last_offset_delta": None,
+    "base_timestamp": None,
+    "max_timestamp": None,
+    "producer_id": None,
+    "producer_epoch": None,
+    "base_sequence": None,
+    "records_count": 0,
+    "records": [],
+    "truncated": False,
+    "error": None,
+}
+BATCH_KEYS = tuple(_BATCH_DEFAULTS)
+
+
 def new_batch(**fields) -> dict:
     """A batch dict with every key present; `fields` overrides the defaults."""
-    batch: dict = {
-        "base_offset": UNKNOWN,
-        "batch_length": UNKNOWN,
-        "partition_leader_epoch": None,
-        "magic": UNKNOWN,
-        "crc": UNKNOWN,
-        "crc_valid": None,
-        "attributes": UNKNOWN,
-        "compression": compression_name(UNKNOWN),
-        "timestamp_type": None,
-        "is_transactional": False,
-        "is_control": False,
-        "has_delete_horizon": False,
-        "last_offset_delta": None,
-        "base_timestamp": None,
-        "max_timestamp": None,
-        "producer_id": None,
-        "producer_epoch": None,
-        "base_sequence": None,
-        "records_count": 0,
-        "records": [],
-        "truncated": False,
-        "error": None,
-    }
+    batch = dict(_BATCH_DEFAULTS)
+    batch["records"] = []  # a list of its own
     unknown = fields.keys() - batch.keys()
     if unknown:
         raise TypeError(f"not batch keys: {sorted(unknown)}")

@@ -63,3 +63,13 @@ def test_reading_other_apis_typed(spark, api):
     df = spark.read.format("kafka-wire").option("api", api).load(str(TANSU_CONFLUENT))
     rows = df.select("api_name", "status", "request", "response").collect()
     assert rows and all(r.api_name == api and r.status == "ok" and r.request is not None for r in rows)
+
+
+def test_the_records_column_has_the_batch_and_record_keys_the_records_stage_gives():
+    # One home for the shape of a batch: records/shapes.py. The Spark types must follow it.
+    from kafka_protocol_source.records.shapes import BATCH_KEYS, RECORD_KEYS
+    from kafka_protocol_source.spark.schema import BATCH_TYPE
+
+    assert tuple(f.name for f in BATCH_TYPE.fields) == BATCH_KEYS
+    records = BATCH_TYPE["records"].dataType.elementType
+    assert tuple(f.name for f in records.fields) == RECORD_KEYS
