@@ -12,6 +12,7 @@ cramjam's frame decoder after a bound check. Does not know about batches or code
 """
 
 import struct
+import threading
 
 import cramjam
 
@@ -21,6 +22,17 @@ _MAGIC = 0x184D2204
 _U32 = struct.Struct("<I")
 _BLOCK_MAX_SIZE = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 _UNCOMPRESSED_BIT = 0x80000000
+# Each block is decompressed into a scratch buffer of the frame's block size (up to 4 MiB) and
+# copied out at once, so one buffer per thread serves every frame.
+_scratch = threading.local()
+
+
+def _scratch_of(size: int) -> tuple[bytearray, memoryview]:
+    held = getattr(_scratch, "held", None)
+    if held is None or len(held[0]) < size:
+        buffer = bytearray(size)
+        held = _scratch.held = (buffer, memoryview(buffer))
+    return held
 
 
 def decompress_lz4_frames(data: bytes, limit: int) -> bytes:
@@ -74,8 +86,7 @@ def _decode_frame(data: bytes, pos: int, limit: int, out: bytearray) -> int:
             out += block
         else:
             if scratch is None:
-                scratch = bytearray(block_max)
-                scratch_view = memoryview(scratch)
+                scratch, scratch_view = _scratch_of(block_max)
             try:
                 # Without output_len cramjam guesses whether the block starts with a size prefix,
                 # and a block whose first bytes read as a small little-endian int is misread.

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.codec import snappy_encode
 
 from kafka_protocol_source.records import decode_records
-from kafka_protocol_source.records.lz4_frame import xxh32
+from kafka_protocol_source.records.lz4_frame import decompress_lz4_frames, xxh32
 from tests.records.records_builders import (
     GZIP,
     LZ4,
@@ -297,3 +297,19 @@ def test_lz4_magic1_wrapper_with_4mib_blocks(spill):
     [batch] = decode_records(legacy_message(1, 1, None, payload, attributes=LZ4, timestamp=5))
     assert batch["error"] is None
     assert [(r["offset"], r["value"]) for r in batch["records"]] == list(enumerate(values))
+
+
+def test_lz4_frames_of_every_block_size_in_turn_share_one_scratch_buffer_safely():
+    # One scratch buffer per thread serves every frame: a frame after a larger one (a buffer
+    # bigger than its blocks) and after a smaller one (the buffer grows) decodes the same.
+    data = bytes(range(256)) * 2000 + b"tail"
+    sizes = (
+        lz4.frame.BLOCKSIZE_MAX4MB,
+        lz4.frame.BLOCKSIZE_MAX64KB,
+        lz4.frame.BLOCKSIZE_MAX1MB,
+        lz4.frame.BLOCKSIZE_MAX256KB,
+        lz4.frame.BLOCKSIZE_MAX4MB,
+    )
+    for size in sizes:
+        frame = lz4.frame.compress(data, block_size=size, block_linked=False)
+        assert decompress_lz4_frames(frame, 1 << 30) == data
