@@ -16,7 +16,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, StringType, StructType, VariantType
 
-from .variant import VariantEncoder
+from ..views.variant import VariantEncoder
 
 
 class BatchBuilder:

@@ -11,6 +11,7 @@
   watermark the broker reported.
 
 Shared here: ``TopicNames`` (topic ids to names, from responses that carry both) and
-``error_codes`` (every non-zero error code in a response). The Spark layer turns these rows into
+``error_codes`` (every non-zero error code in a response), and ``variant`` (decoded bodies in
+Spark's VARIANT binary format, a byte format that needs no pyspark). The Spark layer turns these rows into
 Arrow batches; nothing here imports pyspark.
 """

@@ -23,7 +23,7 @@ from kafka_protocol_source.cli.output import (
     write_json_lines,
     write_table,
 )
-from kafka_protocol_source.spark.variant import to_variant
+from kafka_protocol_source.views.variant import to_variant
 
 
 class FakeFrame:

@@ -16,8 +16,8 @@ from pyspark.sql.types import (
 from kafka_protocol_source.codec.decoder import Decoder
 from kafka_protocol_source.spark.arrow import BatchBuilder
 from kafka_protocol_source.spark.schema import typed_body_type
-from kafka_protocol_source.spark.variant import to_variant
 from kafka_protocol_source.spec.registry import SpecRegistry
+from kafka_protocol_source.views.variant import to_variant
 
 from ..codec.record_shapes import HEADER_SIZE, RECORD, RECORD_BATCH, build_batch
 

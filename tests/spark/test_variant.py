@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.variant_utils import VariantUtils
 
-from kafka_protocol_source.spark.variant import to_variant
+from kafka_protocol_source.views.variant import to_variant
 
 scalars = st.one_of(
     st.none(),
