@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
+from .capture.runs import RecordRuns
 from .capture.source import detect_format
 from .codec.decoder import Decoder, decoder_for
 from .codec.errors import DecodeError
@@ -56,7 +57,9 @@ class CaptureOptions:
     ``packet_limits``: read at most this many packets of the files it names (a file still being
     written); ``issues_here``: report problems with the files themselves (one of several readers
     sharing a capture does); ``max_decompressed_bytes``: what the ``records`` fields of one frame
-    may decompress to, together (a frame past it says so in its row)."""
+    may decompress to, together (a frame past it says so in its row); ``record_runs``: read only
+    these records of the files it names (``capture.index`` gives each of the readers sharing a
+    capture the records of its own connections)."""
 
     ports: frozenset[int] = DEFAULT_PORTS
     detect_kafka: bool = True
@@ -68,6 +71,7 @@ class CaptureOptions:
     packet_limits: Mapping[str, int] = field(default_factory=dict)
     issues_here: bool = True
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    record_runs: Mapping[str, RecordRuns] = field(default_factory=dict)
 
 
 def read_capture(
@@ -193,13 +197,15 @@ def _within(segments, scope: ConnectionScope) -> Iterator:
         yield item
 
 
-def _session_packets(paths: list[str], contexts: dict, limits: Mapping[str, int]) -> Iterator:
+def _session_packets(
+    paths: list[str], contexts: dict, limits: Mapping[str, int], runs: Mapping[str, RecordRuns]
+) -> Iterator:
     """The segments and issues of every file in turn, with global packet indices (see ``locate``);
     keeps each context's ``position`` at the packet being read."""
     for number, path in enumerate(paths):
         limit = limits.get(path)
         shift = number << FILE_SHIFT
-        items = read_packets(path)
+        items = read_packets(path, runs=runs.get(path))
         while True:
             try:
                 item = next(items, None)
@@ -227,7 +233,7 @@ def _read_packets(
     open_connection = partial(_open_connection, ctx, scope, contexts)
     out: list[Exchange] = []
     skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
-    segments = _session_packets(paths, contexts, options.packet_limits)
+    segments = _session_packets(paths, contexts, options.packet_limits, options.record_runs)
     if scope is not None:
         segments = _within(segments, scope)
     events = reassemble(segments, max_buffered_bytes=options.max_buffered_bytes)

@@ -112,7 +112,7 @@ def _packet(itf: _Interface, ts_hi: int, ts_lo: int, index: int, offset: int, da
 _BlockResult = tuple[tuple, int]  # what a block yields, and how many packet indices it takes
 
 
-class _Section:
+class Section:
     """What the blocks of a section share: the byte order and the interfaces described so far."""
 
     def __init__(self) -> None:
@@ -224,7 +224,7 @@ class _Section:
 
 def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
     """Every packet of a pcapng stream (``head`` is what was already read of it), in file order."""
-    section = _Section()
+    section = Section()
     buf, base, pos = head, 0, 0
     size = len(buf)
     mv = memoryview(buf)

@@ -14,12 +14,14 @@ from .fragments import FragmentReassembler
 from .model import CaptureIssue, TcpSegment
 from .pcap import read_pcap_frames
 from .pcapng import read_pcapng_frames
+from .runs import RecordRuns, open_runs, remap
 from .source import Source, open_capture
 
 
 def read_packets(
     source: Source,
     *,
+    runs: RecordRuns | None = None,
     fragment_timeout_s: float = 30.0,
     max_open_fragments: int = 1024,
 ) -> Iterator[TcpSegment | CaptureIssue]:
@@ -30,12 +32,17 @@ def read_packets(
     the packets with an issue saying so, after every packet read before it. Raises
     `CaptureError` only when the input is not a capture (or cannot be opened).
     The file is read in chunks; memory stays bounded by the chunk size and the open fragments.
+    With ``runs`` (from ``index.index_records``), only those records of the (uncompressed) file
+    are read, with the packet indices and offsets they have in the whole file.
     """
     fragments = FragmentReassembler(int(fragment_timeout_s * 1e9), max_open_fragments)
     decode = PacketDecoder(fragments).decode
     issues = fragments.issues
-    with open_capture(source) as (read, fmt, head):
+    opened = open_capture(source) if runs is None else open_runs(source, runs)  # type: ignore[arg-type]
+    with opened as (read, fmt, head):
         frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+        if runs is not None:
+            frames = remap(frames, runs)
         frame = None
         failure_told = False
         for frame in frames:

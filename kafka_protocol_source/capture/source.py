@@ -79,7 +79,7 @@ def _read_exactly(read: Callable[[int], bytes], n: int) -> bytes:
     return out
 
 
-def _container_of(head: bytes) -> str:
+def container_of(head: bytes) -> str:
     if head[:4] in PCAP_MAGICS:
         return "pcap"
     if head[:4] == PCAPNG_MAGIC:
@@ -113,7 +113,7 @@ def open_capture(source: Source) -> Iterator[tuple[SafeRead | Gunzip, CaptureFor
                 raise CaptureError(f"cannot decompress capture: {read.failure[1]}")
         else:
             read = SafeRead(raw_read)
-        yield read, CaptureFormat(_container_of(head), gzipped), head
+        yield read, CaptureFormat(container_of(head), gzipped), head
 
 
 def detect_format(source: Source) -> CaptureFormat:

@@ -10,10 +10,13 @@ import math
 import os
 import zlib
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from ..capture.index import index_records
+from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
@@ -31,8 +34,9 @@ DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of
 
 
 class CapturePartition(InputPartition):
-    """Files of one capture session (usually one file), one connection slice of them, and for a
-    stream the packets to read (``limits``) and which rows are new (``emit``)."""
+    """Files of one capture session (usually one file), one connection slice of them (with
+    ``runs``, the only records of each file it reads), and for a stream the packets to read
+    (``limits``) and which rows are new (``emit``)."""
 
     def __init__(
         self,
@@ -42,10 +46,12 @@ class CapturePartition(InputPartition):
         limits: dict | None = None,
         emit: EmitRule | None = None,
         notice: str | None = None,
+        runs: dict[str, RecordRuns] | None = None,
     ):
         paths = (paths,) if isinstance(paths, str) else tuple(paths)
         super().__init__((paths, index, count))
         self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
+        self.runs = runs or {}
         self.notice = notice  # instead of reading: one capture_error row saying this about the file
 
     @property
@@ -84,10 +90,18 @@ class EmitRule:
 
 
 def plan_partitions(
-    files, split_size: int, stitch: bool = False, tolerance_ns: int = DEFAULT_STITCH_TOLERANCE_NS
+    files,
+    split_size: int,
+    stitch: bool = False,
+    tolerance_ns: int = DEFAULT_STITCH_TOLERANCE_NS,
+    index: bool = False,
 ) -> list[CapturePartition]:
     """Partitions of a batch read: one per capture session (files of a rotated capture, when
-    ``stitch``; else one per file); one over ``split_size`` bytes is shared by several, by connection."""
+    ``stitch``; else one per file); one over ``split_size`` bytes is shared by several, by
+    connection. With ``index``, an index pass over such a session's files (``capture.index``:
+    record headers and TCP endpoints only) gives each partition the records of its own
+    connections, so that all of them together read each record once; a gzipped file is still
+    read whole by each (it cannot be read from the middle)."""
     groups = [[f] for f in files]
     if stitch and len(files) > 1:
         summaries = {f: summarize(f) for f in files}
@@ -100,8 +114,18 @@ def plan_partitions(
     for group in groups:
         size = sum(os.path.getsize(f) for f in group)
         count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / split_size)))
-        parts += [CapturePartition(tuple(group), i, count) for i in range(count)]
+        runs: list[dict[str, RecordRuns]] = [{} for _ in range(count)]
+        if index and count > 1:
+            for path in group:
+                for i, file_runs in enumerate(index_records(path, count, partial(slice_of, count=count)) or ()):
+                    runs[i][path] = file_runs
+        parts += [CapturePartition(tuple(group), i, count, runs=runs[i]) for i in range(count)]
     return parts
+
+
+def slice_of(endpoints: tuple[str, int, str, int], count: int) -> int:
+    """The slice of ``count`` that a connection (its endpoints in canonical order) belongs to."""
+    return zlib.crc32("|".join(map(str, endpoints)).encode()) % count
 
 
 class PartitionReader:
@@ -149,6 +173,7 @@ class PartitionReader:
             partition.limits or {},
             issues_here=partition.index == 0,
             max_decompressed_bytes=o.max_decompressed_bytes,
+            record_runs=partition.runs,
         )
         scope = slice_scope(partition.index, partition.count, shared)
         exchanges = read_with(list(paths), options, scope)
@@ -214,7 +239,7 @@ def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):
         return None
 
     def scope(endpoints: tuple[str, int, str, int]):
-        if zlib.crc32("|".join(map(str, endpoints)).encode()) % count == index:
+        if slice_of(endpoints, count) == index:
             return None
         return shared_apis if shared_apis is not None else False
 

@@ -1,16 +1,26 @@
-"""A capture larger than splitSize is read by several tasks, each taking whole TCP connections."""
+"""A capture larger than splitSize is read by several tasks, each taking whole TCP connections.
+
+An index pass gives each task the records of its own connections (``capture.index``): the tests
+without Spark check that the tasks' rows together are read_capture's, on interleaved sessions,
+pcapng and a rotated session; the Spark ones that the split DataFrame equals one partition's.
+"""
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
 
 from kafka_protocol_source import read_capture
+from kafka_protocol_source.pipeline import CaptureOptions, read_with
+from kafka_protocol_source.spark.partition_reader import plan_partitions, slice_scope
 
-from .bigcapture import replicate
-from .expected import TANSU_CONFLUENT
+from ..cuts import pieces, segments_of
+from .bigcapture import _broker_port, replicate, with_client
+from .expected import SAMPLES, TANSU_CONFLUENT
 
 COLUMNS = [
     "capture_file",
@@ -57,3 +67,59 @@ def test_split_records_view_equals_one_partition(spark, big_capture):
     )
     assert_df_equality(split, whole, ignore_row_order=True)
     assert whole.where("direction = 'produce'").count() == 4 * 30
+
+
+def _interleaved_copies(source: Path, target: Path, copies: int) -> Path:
+    """``copies`` sessions of ``source`` from clients of their own, 1 ms apart, so their packets interleave."""
+    data = source.read_bytes()
+    port = _broker_port(data)
+    packets, pos = [], 24
+    while pos + 16 <= len(data):
+        sec, usec, incl, _ = struct.unpack_from("<IIII", data, pos)
+        packets.append((sec * 10**6 + usec, data[pos + 16 : pos + 16 + incl]))
+        pos += 16 + incl
+    merged = sorted(
+        (t + n * 1000, n, i, with_client(f, port, bytes((10, 7, 0, n))))
+        for n in range(copies)
+        for i, (t, f) in enumerate(packets)
+    )
+    with open(target, "wb") as out:
+        out.write(data[:24])
+        for us, _, _, frame in merged:
+            out.write(struct.pack("<IIII", us // 10**6, us % 10**6, len(frame), len(frame)) + frame)
+    return target
+
+
+def _read_split(parts) -> list:
+    rows = []
+    for p in parts:
+        options = CaptureOptions(issues_here=p.index == 0, record_runs=p.runs)
+        rows += read_with(list(p.paths), options, slice_scope(p.index, p.count, None))
+    return rows
+
+
+def _same_rows(got, want) -> None:
+    assert len(got) == len(want)
+    assert Counter(map(repr, got)) == Counter(map(repr, want))
+
+
+@pytest.mark.parametrize("name", ["tansu_confluent_kafka_all_codecs.pcap", "tansu_aiokafka_all_codecs.pcapng"])
+def test_index_split_reads_give_the_exchanges_of_one_read(tmp_path, name):
+    """Without Spark: each partition reads only its runs, and together they give read_capture's rows."""
+    path = SAMPLES / name
+    if path.suffix == ".pcap":
+        path = _interleaved_copies(path, tmp_path / "interleaved.pcap", copies=6)
+    parts = plan_partitions([str(path)], path.stat().st_size // 8, index=True)
+    assert len(parts) >= 8 and all(str(path) in p.runs for p in parts)
+    # Each packet record is read once; the file's header (section header and interfaces) by each.
+    assert sum(p.runs[str(path)].byte_count for p in parts) < path.stat().st_size + 512 * len(parts)
+    _same_rows(_read_split(parts), list(read_capture(path)))
+
+
+def test_index_split_reads_of_a_rotated_session(tmp_path):
+    """Files of one session are indexed each; connections still span the files."""
+    whole = _interleaved_copies(TANSU_CONFLUENT, tmp_path / "whole.pcap", copies=6)
+    files = [c.write(tmp_path / f"piece{i}.pcap") for i, c in enumerate(pieces(segments_of(whole), 3))]
+    parts = plan_partitions([str(f) for f in files], sum(f.stat().st_size for f in files) // 5, stitch=True, index=True)
+    assert len(parts) >= 5 and all(len(p.paths) == 3 and len(p.runs) == 3 for p in parts)
+    _same_rows(_read_split(parts), list(read_capture([str(f) for f in files])))

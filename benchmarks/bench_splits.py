@@ -1,0 +1,134 @@
+"""Benchmark split reads: the work of reading one capture in N partitions, against reading it in one.
+
+Builds (once, in /tmp) a capture of interleaved Kafka sessions: the Ethernet sample captures,
+each copy from a client address of its own and started a few milliseconds after the one
+before, merged in time order, so that many connections are open at once as in real traffic.
+Then, for each N, plans the partitions as the Spark source does (``plan_partitions`` with the
+index pass) and reads every partition in this process, one after the other, as N tasks would:
+
+* CPU seconds of the index pass and of all tasks together, and their ratio to N = 1;
+* bytes and packet records read by all tasks together, against the file's;
+* that the rows of all tasks together are those of N = 1 (same count and digest).
+
+``--without-index`` also measures the old plan, where each task reads the whole file and keeps
+its own connections (the work grows with N).
+
+    python benchmarks/bench_splits.py [--size-mb 100] [--splits 1,2,8,32] [--without-index] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import heapq
+import os
+import struct
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks and tests (capture builders)
+
+from benchmarks.bench_capture import sample_seeds
+from kafka_protocol_source.capture.index import index_records
+from kafka_protocol_source.pipeline import CaptureOptions, read_with
+from kafka_protocol_source.spark.partition_reader import plan_partitions, slice_scope
+from tests.spark.bigcapture import with_client
+
+_RECORD = struct.Struct("<IIII")
+OVERLAP_US = 5_000  # a new session starts every 5 ms
+
+
+def build(path: Path, size_mb: int) -> None:
+    """Write ``path``: copies of the sample sessions, each from its own client, interleaved in time."""
+    seeds = sample_seeds()
+    sizes = [sum(16 + len(frame) for _, frame in frames) for frames, _ in seeds]
+    copies: list[int] = []
+    total = 24
+    while total < size_mb * 2**20:
+        total += sizes[len(copies) % len(seeds)]
+        copies.append(len(copies))
+
+    def session(n: int):
+        frames, port = seeds[n % len(seeds)]
+        client = bytes((10, n >> 16 & 255, n >> 8 & 255, n & 255))
+        start = frames[0][0]
+        for i, (ns, frame) in enumerate(frames):
+            yield (ns - start) // 1000 + n * OVERLAP_US, n, i, with_client(frame, port, client)
+
+    with open(path, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        for us, _, _, frame in heapq.merge(*(session(n) for n in copies)):
+            us += 1_700_000_000 * 10**6
+            out.write(_RECORD.pack(us // 10**6, us % 10**6, len(frame), len(frame)))
+            out.write(frame)
+
+
+def read_plan(path: str, count: int, index: bool) -> dict:
+    split = -(-os.path.getsize(path) // count)
+    cpu = time.process_time()
+    parts = plan_partitions([path], split, index=index)
+    plan_cpu = time.process_time() - cpu
+    tasks_cpu, rows, digest = 0.0, 0, hashlib.sha256()
+    keys = []
+    for p in parts:
+        cpu = time.process_time()
+        options = CaptureOptions(issues_here=p.index == 0, record_runs=p.runs)
+        for ex in read_with(list(p.paths), options, slice_scope(p.index, p.count, None)):
+            rows += 1
+            keys.append((ex.connection_id or "", ex.correlation_id or -1, ex.status, ex.request_packet or -1))
+        tasks_cpu += time.process_time() - cpu
+    for k in sorted(keys):
+        digest.update(repr(k).encode())
+    runs = [r for p in parts for r in p.runs.values()]
+    return {
+        "partitions": len(parts),
+        "plan_cpu": plan_cpu,
+        "tasks_cpu": tasks_cpu,
+        # without runs each task reads the whole file
+        "bytes": sum(r.byte_count for r in runs) if runs else len(parts) * os.path.getsize(path),
+        "records": sum(sum(r.flat[3::4]) for r in runs) if runs else None,
+        "rows": rows,
+        "digest": digest.hexdigest()[:16],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=100)
+    ap.add_argument("--splits", default="1,2,8,32")
+    ap.add_argument("--path", type=Path, default=Path("/tmp/kafka_wire_bench_splits.pcap"))
+    ap.add_argument("--without-index", action="store_true", help="also measure tasks that each read the whole file")
+    ap.add_argument("--rebuild", action="store_true")
+    args = ap.parse_args()
+    if args.rebuild or not args.path.exists():
+        build(args.path, args.size_mb)
+    path = str(args.path)
+    size = os.path.getsize(path)
+    one = read_plan(path, 1, index=True)
+    packets = sum(index_records(path, 1, lambda _: 0)[0].flat[3::4])  # type: ignore[index]
+    print(f"capture: {path} ({size / 2**20:.1f} MB, {one['rows']} exchanges)")
+    header = (
+        f"{'plan':18} {'parts':>5} {'index cpu s':>11} {'tasks cpu s':>11} {'cpu vs N=1':>10} {'bytes vs file':>13}"
+    )
+    print(header + f" {'records vs file':>15} {'same rows':>9}")
+    plans = [(n, True) for n in map(int, args.splits.split(","))]
+    if args.without_index:
+        plans += [(n, False) for n in map(int, args.splits.split(",")) if n > 1]
+    for n, index in plans:
+        got = one if (n, index) == (1, True) else read_plan(path, n, index)
+        total = got["plan_cpu"] + got["tasks_cpu"]
+        base = one["plan_cpu"] + one["tasks_cpu"]
+        records = f"{got['records'] / packets:.3f}x" if got["records"] is not None else f"{got['partitions']:.3f}x"
+        same = got["rows"] == one["rows"] and got["digest"] == one["digest"]
+        print(
+            f"{('index' if index else 'whole file each') + f', N={n}':18} {got['partitions']:5d}"
+            f" {got['plan_cpu']:11.2f} {got['tasks_cpu']:11.2f} {total / base:9.2f}x {got['bytes'] / size:12.3f}x"
+            f" {records:>15} {'yes' if same else 'NO':>9}"
+        )
+        if not same:
+            raise SystemExit(f"N={n}: the rows differ from N=1 ({got['rows']} against {one['rows']})")
+
+
+if __name__ == "__main__":
+    main()

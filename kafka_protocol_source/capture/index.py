@@ -1,0 +1,173 @@
+"""The index pass: which reader takes each record of a capture file, from headers alone.
+
+Several readers share one large capture by TCP connection. So that each reads only its own
+packets (about the work of one reader in all, not one per reader), this pass reads each
+record's header and the first bytes of its packet (``pread``, never the payload), finds the
+packet's TCP endpoints with the same ``PacketDecoder`` the readers use, and hands each record to
+the reader ``part_of`` names for those endpoints. Records that cannot be placed go to every
+reader: the file header and pcapng section headers and interface descriptions (each reader needs
+them), IP fragments (the endpoints are only known once reassembled), packets with broken
+headers, and whatever follows a record the pass cannot read past (a corrupt or cut tail, which
+the readers then report as they would have). Other non-TCP packets go to reader 0. Returns, per
+reader, the ``RecordRuns`` of the file it reads.
+
+Does not own the assignment itself (``part_of``, from the caller), reading the runs (``runs``), or
+compressed files (a gzip stream cannot be read from the middle: ``index_records`` returns None).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+
+from .decode import PacketDecoder
+from .model import CaptureError, CaptureIssue, TcpSegment
+from .pcap import MAX_RECORD
+from .pcapng import EPB, IDB, PB, SHB, SPB, Section
+from .runs import RecordRuns
+from .source import detect_format
+
+# Bytes of each packet read: link, IP and TCP headers of nearly every packet (a packet whose
+# headers go on is read whole).
+HEAD = 192
+EVERY = -1  # a record every reader takes
+
+Endpoints = tuple[str, int, str, int]
+# (file offset, length, first packet index, packets, frames and issues of its head or None, cut)
+_Record = tuple[int, int, int, int, tuple | None, bool]
+
+
+def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns] | None:
+    """The runs each of ``count`` readers takes (``part_of`` maps a connection's endpoints, in
+    canonical order, to a reader); None when the file cannot be read from the middle."""
+    try:
+        fmt = detect_format(path)
+    except CaptureError:
+        return None
+    if fmt.gzipped:
+        return None
+    runs = [RecordRuns() for _ in range(count)]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        records = _PcapIndex(fd) if fmt.container == "pcap" else _PcapngIndex(fd)
+        decoder = _Placer(part_of)
+        for offset, length, first, packets, items, cut in records.records():
+            reader = EVERY if items is None else decoder.place(items)
+            if reader is None and cut:  # the headers go on past what was read: read the whole record
+                reader = decoder.place(records.whole(offset, length, first))
+            if reader is None:
+                reader = EVERY
+            if reader == EVERY:
+                for r in runs:
+                    r.add(offset, length, first, packets)
+            else:
+                runs[reader % count].add(offset, length, first, packets)
+    finally:
+        os.close(fd)
+    return runs
+
+
+class _FragmentsSeen:
+    """Stands in for the fragment reassembler: notes that a fragment went by, keeps nothing."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def add(self, *_args) -> None:
+        self.seen = True
+
+    def poison(self, *_args) -> None:
+        self.seen = True
+
+
+class _Placer:
+    def __init__(self, part_of: Callable[[Endpoints], int]) -> None:
+        self.part_of = part_of
+        self.fragments = _FragmentsSeen()
+        self.decode = PacketDecoder(self.fragments).decode  # type: ignore[arg-type]
+
+    def place(self, items: tuple) -> int | None:
+        """The reader of a record's frames; None when its headers were cut by the pass."""
+        reader = 0
+        for item in items:
+            if item.__class__ is not tuple:
+                return EVERY  # an issue of the block itself: every reader sees it as it would have
+            self.fragments.seen = False
+            got = self.decode(*item)
+            if got.__class__ is TcpSegment:
+                a, b = (got.src_ip, got.src_port), (got.dst_ip, got.dst_port)
+                reader = self.part_of(a + b if a <= b else b + a)
+            elif self.fragments.seen:
+                return EVERY
+            elif isinstance(got, CaptureIssue):
+                return None
+        return reader
+
+
+class _PcapIndex:
+    _record = struct.Struct("<IIII")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.linktype = 0
+
+    def records(self) -> Iterator[_Record]:
+        head = os.pread(self.fd, 24, 0)
+        if len(head) < 24:
+            yield 0, self.size, 0, 0, None, False
+            return
+        endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        self._record = struct.Struct(endian + "IIII")
+        self.linktype = struct.unpack_from(endian + "I", head, 20)[0] & 0xFFFF
+        yield 0, 24, 0, 0, None, False
+        offset, index, size = 24, 0, self.size
+        unpack, fd, linktype = self._record.unpack_from, self.fd, self.linktype
+        while offset + 16 <= size:
+            buf = os.pread(fd, 16 + HEAD, offset)
+            _, _, caplen, orig_len = unpack(buf, 0)
+            end = offset + 16 + caplen
+            if caplen > MAX_RECORD or end > size or len(buf) < 16 + min(caplen, HEAD):
+                break
+            frame = (index, offset, 0, linktype, memoryview(buf)[16 : 16 + caplen], orig_len)
+            yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
+            offset, index = end, index + 1
+        if offset < size:
+            yield offset, size - offset, index, 0, None, False
+
+    def whole(self, offset: int, length: int, index: int) -> tuple:
+        buf = os.pread(self.fd, length, offset)
+        orig_len = self._record.unpack_from(buf, 0)[3]
+        return ((index, offset, 0, self.linktype, memoryview(buf)[16:], orig_len),)
+
+
+class _PcapngIndex:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.section = Section()
+
+    def records(self) -> Iterator[_Record]:
+        offset, index, size, fd, section = 0, 0, self.size, self.fd, self.section
+        while offset + 12 <= size:
+            buf = os.pread(fd, 28 + HEAD, offset)
+            btype, total, issue = section.head(buf, 0, index, offset)
+            if issue is not None or offset + total > size:
+                break
+            structural = btype in (SHB, IDB)
+            if total > len(buf) and structural:
+                buf = os.pread(fd, total, offset)
+            items, taken = section.block(btype, buf, memoryview(buf), 0, total, index, offset)
+            if structural:
+                yield offset, total, index, taken, None, False
+            elif btype in (EPB, SPB, PB):
+                yield offset, total, index, taken, items, total > len(buf)
+            offset, index = offset + total, index + taken
+        if offset < size:
+            yield offset, size - offset, index, 0, None, False
+
+    def whole(self, offset: int, length: int, index: int) -> tuple:
+        buf = os.pread(self.fd, length, offset)
+        btype = self.section.u32.unpack_from(buf, 0)[0]
+        return self.section.block(btype, buf, memoryview(buf), 0, length, index, offset)[0]

@@ -1,0 +1,128 @@
+"""Reading only some records of a capture file: its byte ranges ("runs"), read as one capture.
+
+Owns: ``RecordRuns`` (the runs one reader takes: file offset, length, first packet index and
+packet count of each, merged where they touch), ``open_runs`` (the runs of a file as one
+stream of bytes, read with ``pread``, for the pcap and pcapng record readers, which do not know
+they read a selection), and ``remap`` (their packets and issues back to the file's own packet
+indices and offsets). The first run must hold the file's header (pcap) or section header
+(pcapng). Does not own deciding which records a reader takes (``index``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from array import array
+from collections.abc import Iterator
+
+from .model import CaptureError, CaptureFormat, CaptureIssue
+from .source import container_of
+
+
+class RecordRuns:
+    """Byte ranges of whole records of one file, in file order, flat as (offset, length,
+    first packet index, packets) per run in an ``array`` (a partition carries it to a task)."""
+
+    __slots__ = ("flat",)
+
+    def __init__(self, flat=()) -> None:
+        self.flat = array("q", flat)
+
+    def add(self, offset: int, length: int, first_index: int, packets: int) -> None:
+        flat = self.flat
+        if flat and flat[-4] + flat[-3] == offset and flat[-2] + flat[-1] == first_index:
+            flat[-3] += length
+            flat[-1] += packets
+        else:
+            flat.extend((offset, length, first_index, packets))
+
+    @property
+    def byte_count(self) -> int:
+        return sum(self.flat[1::4])
+
+    def __len__(self) -> int:
+        return len(self.flat) // 4
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RecordRuns) and self.flat == other.flat
+
+    def __reduce__(self):
+        return RecordRuns, (self.flat,)
+
+
+class RangeRead:
+    """``read(n)`` over the runs of a file as one stream; like ``SafeRead``, a failing read (or a
+    file shorter than when it was indexed) ends the data and is kept in ``failure``."""
+
+    __slots__ = ("_fd", "_flat", "_pos", "_run", "failure")
+
+    def __init__(self, fd: int, runs: RecordRuns) -> None:
+        self._fd, self._flat = fd, runs.flat
+        self._run, self._pos = 0, 0
+        self.failure: tuple[str, str] | None = None
+
+    def __call__(self, n: int) -> bytes:
+        flat, parts, got = self._flat, [], 0
+        while got < n and self._run * 4 < len(flat) and self.failure is None:
+            offset, length = flat[self._run * 4], flat[self._run * 4 + 1]
+            try:
+                data = os.pread(self._fd, min(length - self._pos, n - got), offset + self._pos)
+            except OSError as e:
+                self.failure = ("read_error", f"reading the file failed: {e}")
+                break
+            if not data:
+                self.failure = (
+                    "read_error",
+                    f"the file ends before byte {offset + length}: it shrank since it was indexed",
+                )
+                break
+            parts.append(data)
+            got += len(data)
+            self._pos += len(data)
+            if self._pos == length:
+                self._run += 1
+                self._pos = 0
+        return b"".join(parts)
+
+
+@contextlib.contextmanager
+def open_runs(path: str | os.PathLike, runs: RecordRuns) -> Iterator[tuple[RangeRead, CaptureFormat, bytes]]:
+    """``open_capture`` for the runs of an uncompressed capture file: (read, format, head)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise CaptureError(f"cannot open capture {os.fspath(path)!r}: {e}") from e
+    try:
+        read = RangeRead(fd, runs)
+        head = b""
+        while len(head) < 4 and (more := read(4 - len(head))):
+            head += more
+        yield read, CaptureFormat(container_of(head), False), head
+    finally:
+        os.close(fd)
+
+
+def remap(items: Iterator, runs: RecordRuns) -> Iterator:
+    """The frames and issues of a reader over ``runs``, at the file's own offsets and packet indices."""
+    flat = runs.flat
+    last = len(flat) // 4 - 1
+    run, virtual_offset, virtual_index = 0, 0, 0  # where the current run starts in the selection
+    for item in items:
+        is_frame = item.__class__ is tuple
+        offset = item[1] if is_frame else item.file_offset
+        if offset >= 0:
+            while run < last and offset >= virtual_offset + flat[run * 4 + 1]:
+                virtual_offset += flat[run * 4 + 1]
+                virtual_index += flat[run * 4 + 3]
+                run += 1
+        shift_offset = flat[run * 4] - virtual_offset
+        shift_index = flat[run * 4 + 2] - virtual_index
+        if is_frame:
+            yield (item[0] + shift_index, offset + shift_offset, item[2], item[3], item[4], item[5])
+        else:
+            yield CaptureIssue(
+                item.packet_index + shift_index,
+                offset + shift_offset if offset >= 0 else offset,
+                item.kind,
+                item.detail,
+            )

@@ -1,0 +1,150 @@
+"""The index pass: readers sharing a capture by connection read only their own records, and
+together they see exactly what one reader of the whole file sees.
+
+For each reader, ``read_packets(path, runs=...)`` must give every segment of its connections
+with the packet index and file offset it has in the whole file, in file order; reader 0 must
+give every issue of the file; and all readers together must read each packet record once (the
+file header, pcapng section headers and interface descriptions, IP fragments and unplaceable
+records excepted, which every reader reads).
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
+from kafka_protocol_source.capture.index import HEAD, index_records
+
+from . import pcapbuild as pb
+
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "sample_captures").glob("*.pcap*"))
+COUNTS = (2, 3, 8)
+
+
+def slice_of(endpoints, count: int) -> int:
+    return zlib.crc32("|".join(map(str, endpoints)).encode()) % count
+
+
+def _endpoints(s: TcpSegment):
+    a, b = (s.src_ip, s.src_port), (s.dst_ip, s.dst_port)
+    return a + b if a <= b else b + a
+
+
+def assert_split_reads_equal_whole(path: Path, count: int) -> list:
+    runs = index_records(path, count, lambda e: slice_of(e, count))
+    assert runs is not None and len(runs) == count
+    whole = list(read_packets(path))
+    segments: list[TcpSegment] = []
+    for reader, reader_runs in enumerate(runs):
+        items = list(read_packets(path, runs=reader_runs))
+        own = [x for x in items if type(x) is TcpSegment and slice_of(_endpoints(x), count) == reader]
+        assert [s.packet_index for s in own] == sorted(s.packet_index for s in own)
+        segments += own
+        if reader == 0:
+            assert [x for x in items if type(x) is CaptureIssue] == [x for x in whole if type(x) is CaptureIssue]
+    assert sorted(segments, key=lambda s: s.packet_index) == [x for x in whole if type(x) is TcpSegment]
+    return runs
+
+
+@pytest.mark.parametrize("count", COUNTS)
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_split_reads_of_the_samples_equal_the_whole_read(path, count):
+    runs = assert_split_reads_equal_whole(path, count)
+    size = path.stat().st_size
+    if path.suffix == ".pcap":  # only the 24-byte file header is read by every reader
+        assert sum(r.byte_count for r in runs) == size + 24 * (count - 1)
+    else:  # the section header and interface descriptions
+        assert sum(r.byte_count for r in runs) < size * 1.05
+
+
+def _connections(n: int):
+    """Segments of ``n`` interleaved connections, some IPv6, some behind a VLAN tag."""
+    frames = []
+    for i in range(n):
+        client, broker = f"10.0.{i // 250}.{i % 250 + 1}", "10.9.0.1"
+        for k in range(3):
+            seg = pb.tcp(40000 + i, 9092, 1000 * k, flags=pb.ACK | pb.PSH, payload=bytes([i]) * (50 + k))
+            if i % 3 == 1:
+                frames.append(pb.ether(pb.ipv6(f"fd00::{i + 1}", "fd00::99", seg), ethertype=0x86DD))
+            elif i % 3 == 2:
+                frames.append(pb.ether(pb.ipv4(client, broker, seg), vlans=((0x8100, 7),)))
+            else:
+                frames.append(pb.ether(pb.ipv4(client, broker, seg)))
+    return frames
+
+
+def _awkward_frames():
+    """Fragments, non-TCP, headers longer than the pass reads, a snaplen cut."""
+    payload = pb.tcp(50000, 9092, 7, flags=pb.ACK | pb.PSH, payload=b"f" * 400)
+    frags4 = [pb.ether(f) for f in pb.ipv4_fragments("10.1.1.1", "10.9.0.1", payload, ident=0x77, size=160)]
+    frags6 = [
+        pb.ether(f, ethertype=0x86DD) for f in pb.ipv6_fragments("fd01::1", "fd00::99", payload, ident=9, size=160)
+    ]
+    long_headers = pb.ether(
+        pb.ipv6("fd02::1", "fd00::99", pb.tcp(50001, 9092, 1, payload=b"x" * 30), ext=[(60, b"\x01" * (HEAD + 40))]),
+        ethertype=0x86DD,
+    )
+    udp = pb.ether(pb.ipv4("10.1.1.2", "10.9.0.1", b"\0" * 28, proto=17))
+    arp = pb.ether(b"\0" * 28, ethertype=0x0806)
+    return [frags4[0], udp, frags6[1], frags4[1], arp, long_headers, frags6[0], frags4[2], frags6[2]]
+
+
+def _interleave(a, b):
+    out = []
+    for i, frame in enumerate(a):
+        out.append(frame)
+        if i % 4 == 0 and b:
+            out.append(b.pop(0))
+    return out + b
+
+
+@pytest.mark.parametrize("count", COUNTS)
+def test_awkward_packets_in_a_pcap(tmp_path, count):
+    frames = _interleave(_connections(40), _awkward_frames())
+    packets = [(10**18 + i * 1000, f) for i, f in enumerate(frames)]
+    cut = pb.ether(pb.ipv4("10.0.0.1", "10.9.0.1", pb.tcp(40000, 9092, 5000, payload=b"c" * 100)))
+    packets.insert(30, (10**18 + 30_500, cut[:40], len(cut)))  # snaplen cut inside the TCP header
+    path = tmp_path / "awkward.pcap"
+    path.write_bytes(pb.pcap(packets)[:-7])  # and the last record cut short
+    assert_split_reads_equal_whole(path, count)
+
+
+@pytest.mark.parametrize("count", COUNTS)
+def test_pcapng_with_interfaces_sections_and_a_corrupt_block(tmp_path, count):
+    frames = _interleave(_connections(30), _awkward_frames())
+    sll_frames = [
+        pb.sll(pb.ipv4(f"10.5.0.{i}", "10.9.0.1", pb.tcp(41000 + i, 9092, 0, payload=b"s"))) for i in range(9)
+    ]
+    interfaces = [(1, 9, None, 0), (113, None, None, 0)]
+    first = [("epb", 0, 10**9 * (1000 + i), f) for i, f in enumerate(frames)]
+    first += [("epb", 1, 10**6 * (2000 + i), f) for i, f in enumerate(sll_frames)]
+    first.sort(key=lambda p: p[2] if p[1] == 0 else p[2] * 1000)
+    second = [("epb", 0, 10**6 * (3000 + i), f) for i, f in enumerate(_connections(5))]
+    second.append(("spb", 0, 0, frames[0]))
+    data = pb.pcapng(interfaces, first) + pb.pcapng([(1, None, None, 0)], second, unknown_block=False)
+    path = tmp_path / "awkward.pcapng"
+    path.write_bytes(data)
+    assert_split_reads_equal_whole(path, count)
+    corrupt = bytearray(data)
+    corrupt[len(data) * 2 // 3 : len(data) * 2 // 3 + 64] = b"\xff" * 64  # a block length from nowhere
+    path.write_bytes(bytes(corrupt))
+    assert_split_reads_equal_whole(path, count)
+
+
+def test_a_gzipped_capture_is_not_indexed(tmp_path):
+    path = tmp_path / "sample.pcap.gz"
+    path.write_bytes(pb.gz(SAMPLES[0].read_bytes()))
+    assert index_records(path, 4, lambda e: slice_of(e, 4)) is None
+
+
+def test_a_file_that_shrank_after_the_index_ends_with_a_read_error(tmp_path):
+    path = tmp_path / "shrinks.pcap"
+    path.write_bytes(SAMPLES[0].read_bytes())
+    runs = index_records(path, 2, lambda e: slice_of(e, 2))
+    assert runs is not None
+    path.write_bytes(SAMPLES[0].read_bytes()[: path.stat().st_size // 2])
+    items = list(read_packets(path, runs=runs[0]))
+    assert type(items[-1]) is CaptureIssue and items[-1].kind == "read_error"
