@@ -84,6 +84,7 @@ class _FragmentsSeen:
 class _Placer:
     def __init__(self, part_of: Callable[[Endpoints], int]) -> None:
         self.part_of = part_of
+        self.readers: dict[Endpoints, int] = {}  # part_of's answers, for the next packets of a connection
         self.fragments = _FragmentsSeen()
         self.decode = PacketDecoder(self.fragments).decode  # type: ignore[arg-type]
 
@@ -97,7 +98,12 @@ class _Placer:
             got = self.decode(*item)
             if got.__class__ is TcpSegment:
                 a, b = (got.src_ip, got.src_port), (got.dst_ip, got.dst_port)
-                reader = self.part_of(a + b if a <= b else b + a)
+                endpoints = a + b if a <= b else b + a
+                reader = self.readers.get(endpoints, -2)
+                if reader == -2:
+                    if len(self.readers) >= 1 << 16:
+                        self.readers.clear()
+                    reader = self.readers[endpoints] = self.part_of(endpoints)
             elif self.fragments.seen:
                 return EVERY
             elif isinstance(got, CaptureIssue):
