@@ -4,6 +4,11 @@ Owns: which connection a segment belongs to (4-tuple plus instance number, a new
 the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/RST handling,
 the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
 and gaps are `stream`'s job. Capture issues pass through untouched, in order.
+
+Memory stays bounded however long the capture: a closed connection is remembered (its instance
+number, and per direction the few numbers that tell a late retransmission) for the last
+``MAX_CLOSED_REMEMBERED`` closed connections only, so a 4-tuple reused after that many other
+connections closed is numbered from 0 again.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
-from .stream import DirectionStream
+from .stream import ClosedDirection, DirectionStream, offset_near
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
@@ -32,17 +37,23 @@ class _Connection:
         self.closed = False
 
 
+class _Closed:
+    __slots__ = ("instance", "sides")
+
+    def __init__(self, conn: _Connection) -> None:
+        self.instance = conn.key.instance
+        self.sides = {src: ClosedDirection(stream) for src, stream in conn.streams.items()}
+
+
 class _Table:
     def __init__(self, max_buffered_bytes: int) -> None:
         self.cap = max_buffered_bytes
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
-        self.closed: dict[tuple, _Connection] = {}
-        self.instances: dict[tuple, int] = {}
+        self.closed: dict[tuple, _Closed] = {}
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
-        n = self.instances.get(four, 0)
-        self.instances[four] = n + 1
-        self.closed.pop(four, None)
+        old = self.closed.pop(four, None)
+        n = 0 if old is None else old.instance + 1
         conn = self.live[four] = _Connection(ConnectionKey(four[0], four[1], four[2], four[3], n))
         a, b = (four[0], four[1]), (four[2], four[3])
         for src, dst in ((a, b), (b, a)):
@@ -59,24 +70,24 @@ class _Table:
             stream.flush(out)
         conn.closed = True
         del self.live[four]
-        self.closed[four] = conn
+        self.closed[four] = _Closed(conn)
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
         out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
-    def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
+    def _belongs_to_closed(self, conn: _Closed, seg: TcpSegment) -> bool:
         """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
 
         A SYN with the ISN the closed connection began with is a copy of that one: the same packets
         captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
         written one interface's block after the other's), not a new connection.
         """
-        stream = conn.streams[(seg.src_ip, seg.src_port)]
+        side = conn.sides[(seg.src_ip, seg.src_port)]
         if seg.flags & SYN:
-            return stream.isn is not None and stream.isn == seg.seq
-        if not seg.payload or stream.base_seq is None:
+            return side.isn is not None and side.isn == seg.seq
+        if not seg.payload or side.base_seq is None:
             return True
-        return -1 <= stream.offset_of(seg.seq) <= stream.offset
+        return -1 <= offset_near(side.base_seq, side.offset, seg.seq) <= side.offset
 
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:
         """The events one segment causes, in order (most segments: one chunk or none)."""
