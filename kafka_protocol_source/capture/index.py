@@ -40,31 +40,37 @@ _Record = tuple[int, int, int, int, tuple | None, bool]
 
 def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns] | None:
     """The runs each of ``count`` readers takes (``part_of`` maps a connection's endpoints, in
-    canonical order, to a reader); None when the file cannot be read from the middle."""
+    canonical order, to a reader); None when the file cannot be read from the middle, or cannot
+    be read at all (then each reader reads it whole, and says what is wrong with it)."""
     try:
         fmt = detect_format(path)
-    except CaptureError:
+        if fmt.gzipped:
+            return None
+        fd = os.open(path, os.O_RDONLY)
+    except (CaptureError, OSError):
         return None
-    if fmt.gzipped:
-        return None
-    runs = [RecordRuns() for _ in range(count)]
-    fd = os.open(path, os.O_RDONLY)
     try:
-        records = _PcapIndex(fd) if fmt.container == "pcap" else _PcapngIndex(fd)
-        decoder = _Placer(part_of)
-        for offset, length, first, packets, items, cut in records.records():
-            reader = EVERY if items is None else decoder.place(items)
-            if reader is None and cut:  # the headers go on past what was read: read the whole record
-                reader = decoder.place(records.whole(offset, length, first))
-            if reader is None:
-                reader = EVERY
-            if reader == EVERY:
-                for r in runs:
-                    r.add(offset, length, first, packets)
-            else:
-                runs[reader % count].add(offset, length, first, packets)
+        return _index(_PcapIndex(fd) if fmt.container == "pcap" else _PcapngIndex(fd), count, part_of)
+    except OSError:
+        return None
     finally:
         os.close(fd)
+
+
+def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns]:
+    runs = [RecordRuns() for _ in range(count)]
+    placer = _Placer(part_of)
+    for offset, length, first, packets, items, cut in records.records():
+        reader = EVERY if items is None else placer.place(items)
+        if reader is None and cut:  # the headers go on past what was read: read the whole record
+            reader = placer.place(records.whole(offset, length, first))
+        if reader is None:
+            reader = EVERY
+        if reader == EVERY:
+            for r in runs:
+                r.add(offset, length, first, packets)
+        else:
+            runs[reader % count].add(offset, length, first, packets)
     return runs
 
 

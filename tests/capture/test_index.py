@@ -148,3 +148,10 @@ def test_a_file_that_shrank_after_the_index_ends_with_a_read_error(tmp_path):
     path.write_bytes(SAMPLES[0].read_bytes()[: path.stat().st_size // 2])
     items = list(read_packets(path, runs=runs[0]))
     assert type(items[-1]) is CaptureIssue and items[-1].kind == "read_error"
+
+
+def test_a_file_that_cannot_be_read_is_not_indexed(tmp_path):
+    """The readers then read it whole and say what is wrong with it; planning never fails on it."""
+    assert index_records(tmp_path / "gone.pcap", 2, lambda e: slice_of(e, 2)) is None
+    (tmp_path / "text.pcap").write_text("not a capture")
+    assert index_records(tmp_path / "text.pcap", 2, lambda e: slice_of(e, 2)) is None
