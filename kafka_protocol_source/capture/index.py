@@ -32,6 +32,8 @@ from .source import detect_format
 # headers go on is read whole).
 HEAD = 192
 EVERY = -1  # a record every reader takes
+# Ethernet type, IPv4 version and header length, total length, flags and offset, protocol
+_ETHERNET_IPV4 = struct.Struct("!12xHBxH2xHxB").unpack_from
 
 Endpoints = tuple[str, int, str, int]
 # (file offset, length, first packet index, packets, frames and issues of its head or None, cut)
@@ -90,7 +92,7 @@ class _FragmentsSeen:
 class _Placer:
     def __init__(self, part_of: Callable[[Endpoints], int]) -> None:
         self.part_of = part_of
-        self.readers: dict[Endpoints, int] = {}  # part_of's answers, for the next packets of a connection
+        self.by_key: dict[bytes, int] = {}  # the readers of plain packets' endpoints, as captured
         self.fragments = _FragmentsSeen()
         self.decode = PacketDecoder(self.fragments).decode  # type: ignore[arg-type]
 
@@ -100,21 +102,42 @@ class _Placer:
         for item in items:
             if item.__class__ is not tuple:
                 return EVERY  # an issue of the block itself: every reader sees it as it would have
+            key = plain_tcp_key(item[3], item[4])
+            if key is not None and (known := self.by_key.get(key)) is not None:
+                reader = known
+                continue
             self.fragments.seen = False
             got = self.decode(*item)
             if got.__class__ is TcpSegment:
                 a, b = (got.src_ip, got.src_port), (got.dst_ip, got.dst_port)
-                endpoints = a + b if a <= b else b + a
-                reader = self.readers.get(endpoints, -2)
-                if reader == -2:
-                    if len(self.readers) >= 1 << 16:
-                        self.readers.clear()
-                    reader = self.readers[endpoints] = self.part_of(endpoints)
+                reader = self.part_of(a + b if a <= b else b + a)
+                if key is not None:
+                    if len(self.by_key) >= 1 << 16:
+                        self.by_key.clear()
+                    self.by_key[key] = reader
             elif self.fragments.seen:
                 return EVERY
             elif isinstance(got, CaptureIssue):
                 return None
         return reader
+
+
+def plain_tcp_key(linktype: int, data) -> bytes | None:
+    """Addresses and ports (as captured) of an Ethernet IPv4 TCP packet without IP options or
+    fragmentation whose headers are all there, for which ``PacketDecoder`` surely gives a segment
+    of these endpoints; None for any other packet (which then takes the decoder's own path)."""
+    if linktype != 1 or len(data) < 54:
+        return None
+    ethertype, version_ihl, total, fragment, protocol = _ETHERNET_IPV4(data, 0)
+    if ethertype != 0x0800 or version_ihl != 0x45 or protocol != 6 or fragment & 0x3FFF:
+        return None
+    if total and total < 40:
+        return None
+    end = min(14 + total, len(data)) if total else len(data)
+    doff = data[46] >> 4
+    if doff < 5 or 34 + doff * 4 > end:
+        return None
+    return bytes(data[26:38])
 
 
 class _PcapIndex:

@@ -10,13 +10,19 @@ records excepted, which every reader reads).
 
 from __future__ import annotations
 
+import socket
+import struct
 import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
-from kafka_protocol_source.capture.index import HEAD, index_records
+from kafka_protocol_source.capture.decode import PacketDecoder
+from kafka_protocol_source.capture.fragments import FragmentReassembler
+from kafka_protocol_source.capture.index import HEAD, index_records, plain_tcp_key
 
 from . import pcapbuild as pb
 
@@ -155,3 +161,34 @@ def test_a_file_that_cannot_be_read_is_not_indexed(tmp_path):
     assert index_records(tmp_path / "gone.pcap", 2, lambda e: slice_of(e, 2)) is None
     (tmp_path / "text.pcap").write_text("not a capture")
     assert index_records(tmp_path / "text.pcap", 2, lambda e: slice_of(e, 2)) is None
+
+
+_BASE_FRAMES = [
+    pb.ether(pb.ipv4("10.0.0.1", "10.9.0.1", pb.tcp(40000, 9092, 1, payload=b"p" * 40))),
+    pb.ether(pb.ipv4("10.0.0.2", "10.9.0.1", pb.tcp(40001, 9092, 1, options=b"\x01" * 12, payload=b"q" * 9))),
+    pb.ether(pb.ipv4("10.0.0.3", "10.9.0.1", pb.tcp(40002, 9092, 1), options=b"\x01" * 4)),
+    pb.ether(pb.ipv4("10.0.0.4", "10.9.0.1", pb.tcp(40003, 9092, 1, payload=b"r" * 3)), vlans=((0x8100, 3),)),
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    base=st.sampled_from(_BASE_FRAMES),
+    changes=st.lists(st.tuples(st.integers(0, 69), st.integers(0, 255)), max_size=4),
+    keep=st.integers(0, 120),
+)
+def test_the_plain_packet_shortcut_only_takes_packets_the_decoder_reads_the_same(base, changes, keep):
+    """The index's shortcut for plain Ethernet/IPv4/TCP packets never places a packet the decoder
+    would not make a segment of, nor one of other endpoints (any other packet takes the decoder's path)."""
+    frame = bytearray(base)
+    for at, value in changes:
+        if at < len(frame):
+            frame[at] = value
+    data = memoryview(bytes(frame[:keep]))
+    key = plain_tcp_key(1, data)
+    if key is None:
+        return
+    got = PacketDecoder(FragmentReassembler(10**9, 8)).decode(0, 0, 0, 1, data, len(base))
+    assert type(got) is TcpSegment
+    assert (got.src_ip, got.dst_ip) == (socket.inet_ntoa(key[:4]), socket.inet_ntoa(key[4:8]))
+    assert (got.src_port, got.dst_port) == struct.unpack("!HH", key[8:12])
