@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
-from .stream import DirectionStream
+from .stream import DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
@@ -32,11 +32,23 @@ class _Connection:
         self.closed = False
 
 
+def _remembered(conn: _Connection, four: tuple) -> tuple:
+    """What telling a late segment of a closed connection needs: per side (the first endpoint of
+    ``four``, then the second) its ISN, the sequence number of its offset 0 and its end offset.
+
+    Plain numbers in a tuple, which the garbage collector stops tracking: tens of thousands of
+    closed connections kept as objects (streams, directions, lists) made its full collections
+    walk them all, about a tenth of read_capture's time on a capture of many short connections.
+    """
+    a, b = conn.streams[(four[0], four[1])], conn.streams[(four[2], four[3])]
+    return (a.isn, a.base_seq, a.offset, b.isn, b.base_seq, b.offset)
+
+
 class _Table:
     def __init__(self, max_buffered_bytes: int) -> None:
         self.cap = max_buffered_bytes
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
-        self.closed: dict[tuple, _Connection] = {}
+        self.closed: dict[tuple, tuple] = {}  # canonical 4-tuple -> _remembered(connection)
         self.instances: dict[tuple, int] = {}
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
@@ -59,24 +71,26 @@ class _Table:
             stream.flush(out)
         conn.closed = True
         del self.live[four]
-        self.closed[four] = conn
+        self.closed[four] = _remembered(conn, four)
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
         out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
-    def _belongs_to_closed(self, conn: _Connection, seg: TcpSegment) -> bool:
+    @staticmethod
+    def _belongs_to_closed(old: tuple, four: tuple, seg: TcpSegment) -> bool:
         """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
 
         A SYN with the ISN the closed connection began with is a copy of that one: the same packets
         captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
         written one interface's block after the other's), not a new connection.
         """
-        stream = conn.streams[(seg.src_ip, seg.src_port)]
+        side = 0 if seg.src_ip == four[0] and seg.src_port == four[1] else 3
+        isn, base_seq, offset = old[side : side + 3]
         if seg.flags & SYN:
-            return stream.isn is not None and stream.isn == seg.seq
-        if not seg.payload or stream.base_seq is None:
+            return isn is not None and isn == seg.seq
+        if not seg.payload or base_seq is None:
             return True
-        return -1 <= stream.offset_of(seg.seq) <= stream.offset
+        return -1 <= offset_at(base_seq, offset, seg.seq) <= offset
 
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:
         """The events one segment causes, in order (most segments: one chunk or none)."""
@@ -87,7 +101,7 @@ class _Table:
         conn = self.live.get(four)
         if conn is None:
             old = self.closed.get(four)
-            if old is not None and self._belongs_to_closed(old, seg):
+            if old is not None and self._belongs_to_closed(old, four, seg):
                 return out
             conn = self._open(four, seg, out)
         elif flags & SYN and not flags & ACK:

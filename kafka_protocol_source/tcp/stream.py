@@ -16,6 +16,13 @@ _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
 
+def offset_at(base_seq: int, offset: int, seq: int) -> int:
+    """Stream offset of `seq` in a stream whose offset 0 is `base_seq` and which is at `offset`:
+    the 32-bit value nearest to that position."""
+    expected = (base_seq + offset) & _MASK
+    return offset + (((seq - expected + _HALF) & _MASK) - _HALF)
+
+
 class DirectionStream:
     """Reassembles one direction; a method that delivers appends the events to the ``out`` list it is handed."""
 
@@ -41,8 +48,7 @@ class DirectionStream:
     def offset_of(self, seq: int) -> int:
         """Stream offset of `seq`, taking the 32-bit value nearest to the current position."""
         assert self.base_seq is not None, "offsets are asked for once the stream has its first sequence number"
-        expected = (self.base_seq + self.offset) & _MASK
-        return self.offset + (((seq - expected + _HALF) & _MASK) - _HALF)
+        return offset_at(self.base_seq, self.offset, seq)
 
     def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list) -> bool:
         """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
