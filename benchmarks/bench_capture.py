@@ -11,11 +11,21 @@ new client address per copy so every copy is a real Kafka session: then read_cap
 pair and decode every exchange) is timed too, against tshark dissecting Kafka on the broker ports.
 
     python benchmarks/bench_capture.py [--size-mb 100] [--seed sample.pcap | --samples] [--rebuild]
+
+--goal (with --samples) measures issue 13's goal 1 instead: best-of-3 whole-process times, on the
+same file in the same run, of `tshark -T fields -e kafka.correlation_id`, `tshark -T json -j kafka`
+and a fresh Python process running read_capture that walks every field of every decoded body,
+printing packets/s of each and read_capture's ratio to each tshark. It then checks, untimed, that
+the exchanges are the ones the code before the optimisations gave: a digest of every exchange
+against the one stored in goal_digests.json for that --size-mb (--store-digest records it).
+
+    python benchmarks/bench_capture.py --samples --goal --size-mb 250 [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -180,6 +190,96 @@ STAGES: list[tuple[str, Callable[[Path], int]]] = [
 ]
 
 
+DIGESTS = Path(__file__).resolve().with_name("goal_digests.json")
+
+
+def walk_fields(value) -> int:
+    """Touch every field of a decoded body (dicts, lists, and the values in them): how many there are."""
+    n = 0
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        n += 1
+        t = type(v)
+        if t is dict:
+            push(v.values())
+        elif t is list:
+            push(v)
+    return n
+
+
+def goal_worker(path: str, ports: list[int], digest: bool) -> None:
+    """One read_capture over ``path`` with every body walked (the timed process), or its digest."""
+    exchanges = fields = 0
+    h = hashlib.sha256()
+    for ex in read_capture(path, ports=ports):
+        exchanges += 1
+        fields += walk_fields(ex.request) + walk_fields(ex.response)
+        if digest:
+            h.update(repr(ex).encode())
+    print(json.dumps({"exchanges": exchanges, "fields": fields, "digest": h.hexdigest() if digest else None}))
+
+
+def _timed(cmd: list[str], keep: bool) -> tuple[float, bytes]:
+    """Seconds the whole process took, and its output if ``keep`` (else it goes to /dev/null)."""
+    t = time.perf_counter()
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE if keep else subprocess.DEVNULL).stdout
+    return time.perf_counter() - t, out or b""
+
+
+def goal(path: Path, size_mb: int, runs: int, store: bool) -> None:
+    """Issue 13, goal 1: read_capture (every body walked) against tshark's Kafka dissection."""
+    decode_as = [a for port in BROKER_PORTS for a in ("-d", f"tcp.port=={port},kafka")]
+    tshark = ["tshark", "-r", str(path), "-n", *decode_as]
+    ours = [sys.executable, __file__, "--worker", str(path), "--ports", ",".join(map(str, BROKER_PORTS))]
+    # (command, keep its output): the JSON (~6x the capture) goes to /dev/null, not into a pipe we hold
+    commands = {
+        "tshark -T fields -e kafka.correlation_id": ([*tshark, "-T", "fields", "-e", "kafka.correlation_id"], True),
+        "tshark -T json -j kafka": ([*tshark, "-T", "json", "-j", "kafka"], False),
+        "read_capture, every field walked": (ours, True),
+    }
+    best = {name: float("inf") for name in commands}
+    outputs: dict[str, bytes] = {}
+    for _ in range(runs):  # alternate the three so the host's noise falls on all of them alike
+        for name, (cmd, keep) in commands.items():
+            t, outputs[name] = _timed(cmd, keep)
+            best[name] = min(best[name], t)
+    packets = outputs["tshark -T fields -e kafka.correlation_id"].count(b"\n")  # one line per frame
+    mb = os.path.getsize(path) / 2**20
+    ours_name = "read_capture, every field walked"
+    result = json.loads(outputs[ours_name])
+    print(
+        f"capture: {path} ({mb:.1f} MB, {packets} packets, {result['exchanges']} exchanges, {result['fields']} fields)"
+    )
+    print(f"best of {runs}, whole process; ratio = read_capture packets/s over this row's")
+    print(f"{'':40} {'seconds':>8} {'packets/s':>11} {'ratio':>7}")
+    for name, dt in best.items():
+        print(f"{name:40} {dt:8.2f} {packets / dt:11,.0f} {dt / best[ours_name]:6.2f}x")
+    _check_digest(path, size_mb, store)
+
+
+def _check_digest(path: Path, size_mb: int, store: bool) -> None:
+    """The exchanges must be exactly what the code before the optimisations gave (untimed)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", str(path), "--ports", ",".join(map(str, BROKER_PORTS)), "--digest"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    digest = json.loads(out)["digest"]
+    known = json.loads(DIGESTS.read_text()) if DIGESTS.exists() else {}
+    if store:
+        known[str(size_mb)] = digest
+        DIGESTS.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+        print(f"digest of the exchanges stored for --size-mb {size_mb}: {digest}")
+    elif str(size_mb) not in known:
+        print(f"no stored digest for --size-mb {size_mb} (this run's: {digest})")
+    elif known[str(size_mb)] != digest:
+        raise SystemExit(f"exchanges differ from the stored ones: {digest} != {known[str(size_mb)]}")
+    else:
+        print(f"exchanges identical to the stored ones (sha256 {digest[:16]}…)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=100)
@@ -188,9 +288,20 @@ def main() -> None:
     ap.add_argument("--path", type=Path)
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--quick-tshark", action="store_true", help="skip the slow full-dissection tshark run")
+    ap.add_argument("--goal", action="store_true", help="issue 13 goal 1: read_capture vs tshark's Kafka dissection")
+    ap.add_argument("--runs", type=int, default=3, help="--goal: best of this many runs of each")
+    ap.add_argument("--store-digest", action="store_true", help="--goal: record the exchanges' digest as the reference")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--ports", help=argparse.SUPPRESS)
+    ap.add_argument("--digest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        goal_worker(args.worker, [int(p) for p in args.ports.split(",")], args.digest)
+        return
     if args.path is None:
-        args.path = Path("/tmp/kafka_wire_bench_samples.pcap" if args.samples else "/tmp/kafka_wire_bench.pcap")
+        args.path = Path(
+            f"/tmp/kafka_wire_bench_samples_{args.size_mb}mb.pcap" if args.samples else "/tmp/kafka_wire_bench.pcap"
+        )
     if args.samples:
         BROKER_PORTS[:] = (
             build_capture_from_samples(args.path, args.size_mb)
@@ -199,6 +310,11 @@ def main() -> None:
         )
     elif args.rebuild or not args.path.exists():
         build_capture(args.path, args.size_mb, args.seed)
+    if args.goal:
+        if not args.samples:
+            raise SystemExit("--goal needs --samples (Kafka sessions for tshark to dissect)")
+        goal(args.path, args.size_mb, args.runs, args.store_digest)
+        return
     mb = os.path.getsize(args.path) / 2**20
     rows = []
     for name, fn in STAGES:

@@ -248,7 +248,7 @@ def _read_packets(
         if isinstance(ev, CaptureIssue):
             if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and options.issues_here:
                 out.append(_issue_row(ctx, ev))
-        elif ev.conn not in skipped:
+        elif not skipped or ev.conn not in skipped:  # (hashing a ConnectionKey is not free)
             try:
                 out += _route(ev, type(ev), connections, open_connection, skipped)
             except Exception as e:  # noqa: BLE001 - one connection's failure is that connection's row

@@ -20,6 +20,8 @@ from .model import CaptureIssue, new_tcp_segment
 _IPV4 = struct.Struct("!BxHHHxB2x4s4s").unpack_from  # ver/ihl, total, id, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHB1x16s16s").unpack_from  # payload length, next header, src, dst
 _TCP = struct.Struct("!HHIIH").unpack_from  # ports, seq, ack, data offset + flags
+# From the IPv4 total length to the TCP flags, for a 20-byte IPv4 header (decode's fast path)
+_ETH_IPV4_TCP = struct.Struct("!H2xHxB2x4s4sHHIIH").unpack_from
 _FRAG6 = struct.Struct("!BxHI").unpack_from  # next header, offset + M, id
 _U32_LE = struct.Struct("<I").unpack_from
 
@@ -79,6 +81,30 @@ class PacketDecoder:
     def decode(self, index: int, offset: int, ts: int, linktype: int, data, orig_len: int):
         """Return a TcpSegment, a CaptureIssue, or None for a packet that is not TCP."""
         size = len(data)
+        if linktype == LINKTYPE_ETHERNET and size >= 54 and data[14] == 0x45 and data[12] == 8 and not data[13]:
+            # The usual packet, read with one unpack: Ethernet, IPv4 without options, not a
+            # fragment, all its bytes captured, and a whole TCP header. Anything else (and any
+            # doubt) takes the general path below, which gives the same segment for this one.
+            total, frag, proto, src, dst, sport, dport, seq, ack, off_flags = _ETH_IPV4_TCP(data, 16)
+            if proto == _IPPROTO_TCP and not frag & 0x3FFF and 40 <= total <= size - 14:
+                end = 14 + total
+                start = 34 + (off_flags >> 12) * 4
+                if start >= 54 and start <= end:
+                    names = self._names
+                    return new_tcp_segment(
+                        ts,
+                        names.get(src) or self._name(src),
+                        sport,
+                        names.get(dst) or self._name(dst),
+                        dport,
+                        seq,
+                        ack,
+                        off_flags & 0x1FF,
+                        bytes(data[start:end]),
+                        0,
+                        index,
+                        offset,
+                    )
         if linktype == LINKTYPE_ETHERNET:
             off = 14
             if size < 14:

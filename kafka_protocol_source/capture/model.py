@@ -7,8 +7,10 @@ Does not own: parsing (see the readers and `decode`), or any notion of streams (
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, TypeVar, cast
+
+_T = TypeVar("_T")
 
 # Times from here on (2200-01-01T00:00:00Z), or before 1970, are not times but broken scaling.
 LATEST_TIMESTAMP_NS = 7_258_118_400 * 1_000_000_000
@@ -76,22 +78,32 @@ class CaptureFormat:
     gzipped: bool
 
 
-def fast_constructor(cls: type) -> Callable[..., object]:
-    """Return a positional constructor for a frozen, slotted dataclass that skips its __init__.
+def fast_constructor(cls: type[_T]) -> Callable[..., _T]:
+    """Return a constructor for a frozen, slotted dataclass that skips its __init__.
 
     A frozen dataclass's generated __init__ goes through object.__setattr__ once per field, which
     measured ~3.9 us for TcpSegment against ~1.5 us for setting the slot descriptors directly; at
-    one segment per packet that is the largest single cost of the hot path. Values are not checked,
-    so only the stage that owns the class should use it.
+    one segment per packet that is the largest single cost of the hot path. Arguments are taken
+    as by the class (by position or by name, with the fields' defaults, which must be immutable:
+    no default_factory). Values are not checked, so only the stage that owns the class should use it.
     """
-    names = [f.name for f in fields(cls)]
-    args = ", ".join(names)
-    body = "".join(f"    _s{i}(o, {n})\n" for i, n in enumerate(names))
+    params = []
+    spec = fields(cast(Any, cls))
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}  # exec's namespace
+    for i, f in enumerate(spec):
+        if f.default is not MISSING:
+            env[f"_d{i}"] = f.default
+            params.append(f"{f.name}=_d{i}")
+        elif f.default_factory is not MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: a default_factory cannot be shared by a fast constructor")
+        else:
+            params.append(f.name)
+    names = [f.name for f in spec]
+    body = "".join(f"    _s{i}(o, {n})\n" for i, n in enumerate(names))
     env.update({f"_s{i}": cls.__dict__[n].__set__ for i, n in enumerate(names)})
-    exec(f"def make({args}):\n    o = _new(_cls)\n{body}    return o\n", env)  # noqa: S102 - generated from field names only
+    exec(f"def make({', '.join(params)}):\n    o = _new(_cls)\n{body}    return o\n", env)  # noqa: S102 - generated from field names only
     make = env["make"]
-    make.__doc__ = f"Build a {cls.__name__} positionally, without its frozen __init__."
+    make.__doc__ = f"Build a {cls.__name__} without its frozen __init__."
     return make
 
 

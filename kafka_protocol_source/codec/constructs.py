@@ -12,6 +12,8 @@ since Kafka's own fields never refer to each other. Errors are ``WireError`` car
 
 from __future__ import annotations
 
+from struct import calcsize as struct_size
+
 from construct import Construct
 
 from . import runtime
@@ -33,6 +35,12 @@ _INLINE_FIXED = {
     "uint32": ("_U32", 4),
     "float64": ("_F64", 8),
 }
+# Consecutive fixed-width fields of a struct are read with one struct.unpack (format characters
+# here): one read and one unpack instead of one per field. A short read still raises struct.error.
+_FORMAT_CHAR = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I", "float64": "d"}
+# Array counts up to this need no check against the bytes left (see runtime._checked_count), so
+# compiled code reads them inline and hands anything else to read_array_count.
+_SMALL_COUNT = 32
 
 
 class KafkaConstruct(Construct):
@@ -132,6 +140,7 @@ class Array(KafkaConstruct):
     ):
         super().__init__()
         self.element = element
+        self.compact, self.varint_count = compact, varint_count
         if varint_count:
             self.read_count = lambda io: runtime.read_varint_array_count(io, nullable, min_element_size)
             self.count_expr = f"read_varint_array_count(io, {nullable}, {min_element_size})"
@@ -155,13 +164,22 @@ class Array(KafkaConstruct):
     def emit(self, code):
         fid = code.allocateId()
         element = self.element._compileparse(code)
-        code.append(f"""
-            def parse_array_{fid}(io):
-                n = {self.count_expr}
-                if n is None:
-                    return None
-                return [{element} for _ in range(n)]
-        """)
+        if self.varint_count:
+            count = [f"n = {self.count_expr}", "if n is None:", "    return None"]
+        else:
+            # A small count, read inline; anything else (null, large, cut) by read_array_count.
+            head = "b[0] - 1 if b else -1" if self.compact else f"_U32(b)[0] if len(b) == 4 else {_SMALL_COUNT + 1}"
+            count = [
+                f"b = io.read({1 if self.compact else 4})",
+                f"n = {head}",
+                f"if not 0 <= n <= {_SMALL_COUNT}:",
+                "    io.seek(-len(b), 1)",
+                f"    n = {self.count_expr}",
+                "    if n is None:",
+                "        return None",
+            ]
+        body = "".join(f"    {line}\n" for line in count)
+        code.append(f"def parse_array_{fid}(io):\n{body}    return [{element} for _ in range(n)]\n")
         return f"parse_array_{fid}(io)"
 
 
@@ -219,7 +237,15 @@ class Struct(KafkaConstruct):
     def emit(self, code):
         fid = code.allocateId()
         lines = [f"def parse_struct_{fid}(io):  # {self.struct_name}", "    r = {}"]
-        for name, sub in self.fields:
+        for group in _runs_of_fixed(self.fields):
+            if len(group) > 1:
+                unpack = f"fixed_{fid}_{len(lines)}"
+                fmt = ">" + "".join(_FORMAT_CHAR[sub.kind] for _, sub in group)
+                code.append(f"{unpack} = struct.Struct({fmt!r}).unpack")
+                targets = ", ".join(f"r[{name!r}]" for name, _ in group)
+                lines.append(f"    {targets} = {unpack}(io.read({struct_size(fmt)}))")
+                continue
+            ((name, sub),) = group
             inline = sub.emit_lines(f"r[{name!r}]") if isinstance(sub, Primitive) else None
             if inline:
                 lines += ["    " + line for line in inline]
@@ -233,7 +259,7 @@ class Struct(KafkaConstruct):
             # The usual tag section is empty: one zero byte, then every tagged field's default.
             lines += ["    t = io.read(1)", "    if t == b'\\x00':"]
             for i, (name, default) in enumerate(self.defaults):
-                value = f"copy_default(defaults_{fid}[{i}][1])" if isinstance(default, (dict, list)) else repr(default)
+                value = repr(default) if _plain(default) else f"copy_default(defaults_{fid}[{i}][1])"
                 lines.append(f"        r[{name!r}] = {value}")
             lines += [
                 "        pass",
@@ -244,3 +270,29 @@ class Struct(KafkaConstruct):
         lines.append("    return r")
         code.append("\n".join(lines))
         return f"parse_struct_{fid}(io)"
+
+
+def _runs_of_fixed(fields: list[tuple[str, Construct]]) -> list[list[tuple[str, Construct]]]:
+    """The fields in order, consecutive fixed-width ones grouped (to be read with one unpack)."""
+    groups: list[list[tuple[str, Construct]]] = []
+    after_fixed = False
+    for name, sub in fields:
+        fixed = isinstance(sub, Primitive) and sub.kind in _FORMAT_CHAR
+        if fixed and after_fixed:
+            groups[-1].append((name, sub))
+        else:
+            groups.append([(name, sub)])
+        after_fixed = fixed
+    return groups
+
+
+def _plain(value) -> bool:
+    """Whether ``repr(value)`` is source that builds a fresh, equal value each time it runs (a
+    default emitted as a literal): numbers, strings, bytes, None, and dicts and lists of them."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    return value is None or isinstance(value, (bool, int, str, bytes))

@@ -36,6 +36,7 @@ class Decoder:
         self.parsers = ParserCache(registry, compiled)
         self.tolerant = ParserCache(registry, compiled, tolerate_nulls=True)
         self._nesting = threading.local()
+        self._records_paths: dict[tuple[str, int], dict] = {}  # (message, version) -> its records fields
 
     def _enter(self, where: Where) -> None:
         depth = getattr(self._nesting, "depth", 0)
@@ -156,7 +157,9 @@ class Decoder:
 
     def _records(self, result: dict, name: str, version: int, max_decompressed_bytes: int) -> None:
         """Decode the body's ``records`` fields, all within one decompression budget."""
-        paths = records_paths(self.registry.resolved(name, version))
+        paths = self._records_paths.get((name, version))
+        if paths is None:
+            paths = self._records_paths[(name, version)] = records_paths(self.registry.resolved(name, version))
         if not paths:
             return
         budget = DecompressionBudget(max_decompressed_bytes)

@@ -22,7 +22,19 @@ from dataclasses import dataclass
 
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
-from .model import GAP, MALFORMED, NO_RESPONSE, OK, REQUEST_MISSING, SASL, UNANSWERED, UNKNOWN_API, Exchange, Frame
+from .model import (
+    GAP,
+    MALFORMED,
+    NO_RESPONSE,
+    OK,
+    REQUEST_MISSING,
+    SASL,
+    UNANSWERED,
+    UNKNOWN_API,
+    Exchange,
+    Frame,
+    new_exchange,
+)
 from .quirks import explain
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
 from .splitter import Partial, Skipped
@@ -30,6 +42,7 @@ from .splitter import Partial, Skipped
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
+_KEY_VERSION = struct.Struct(">hh")
 _CLIENT_ID_LENGTH = struct.Struct(">h")
 # Responses held for a request still to come (the client side was behind); older ones are given up.
 ORPHAN_LIMIT = 256
@@ -83,7 +96,19 @@ class Pairer:
     # -- requests ---------------------------------------------------------------------
 
     def request(self, frame: Frame) -> None:
-        header = self._header(frame.payload)
+        payload = frame.payload
+        if not self.filtering and len(payload) >= 4 and self._defines(*_KEY_VERSION.unpack_from(payload)):
+            # The common case: a request the definitions have, decoded straight away. Its header
+            # alone matters only when the body does not decode (the general path below then
+            # reads it: decoding again is the price of the rare bad frame).
+            try:
+                decoded = self.ctx.decoder.decode_request(payload)
+            except UndecodableBody:
+                pass
+            else:
+                self._decoded_request(frame, decoded)
+                return
+        header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
             self.orphans.pop(header.correlation_id, None)
@@ -105,6 +130,9 @@ class Pairer:
             else:
                 self._wait(Pending(frame, header, None, MALFORMED, str(e)))
             return
+        self._decoded_request(frame, decoded)
+
+    def _decoded_request(self, frame: Frame, decoded: dict) -> None:
         self.sasl_mode = False
         header = RequestHeader(
             len(frame.payload),
@@ -341,7 +369,11 @@ class Pairer:
         complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
         # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
         latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
-        if decoded is not None or response is not None:
+        if (
+            _remarkable(decoded)
+            or _remarkable(response)
+            or (note is not None and (decoded is not None or response is not None))
+        ):
             note = _notes(
                 note,
                 decoded,
@@ -356,7 +388,7 @@ class Pairer:
         if frame is None:
             capture_file = response_file  # the file where the exchange started
         self.out.append(
-            Exchange(
+            new_exchange(
                 capture_file=capture_file,
                 connection_id=connection_id,
                 client_address=client,
@@ -410,6 +442,11 @@ def _before(response: Frame, request) -> bool:
     """Whether a held response was captured before the request now arriving (so it is not its answer)."""
     request_ns = getattr(request, "first_ns", None)
     return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
+
+
+def _remarkable(decoded: dict | None) -> bool:
+    """Whether a decoded frame has anything for the row's note (a note of its own, or a known quirk)."""
+    return decoded is not None and ("note" in decoded or "trailing_bytes" in decoded or "deviations" in decoded)
 
 
 def _notes(note: str | None, *decoded: dict | None) -> str | None:

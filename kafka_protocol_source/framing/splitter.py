@@ -17,7 +17,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass
 
-from .model import Frame
+from .model import new_frame
 from .sniff import CONFIRMED, MAYBE, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
@@ -73,6 +73,17 @@ class DirectionFramer:
     # -- input ------------------------------------------------------------------------
 
     def feed(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
+        if self.in_sync and not self.buf and self.anchored and offset == self.base and len(data) >= 4:
+            # The common case: nothing buffered and this chunk is exactly one whole frame. The
+            # frame is cut from the chunk itself, leaving the state _drain and _compact would.
+            (size,) = _SIZE.unpack_from(data)
+            if size == len(data) - 4 and size <= self.max_frame_size:
+                self.base = offset + len(data)
+                self.scanned_to = max(0, self.scanned_to - len(data))
+                self.times.clear()
+                self.times.append((offset, ns, packet))
+                self.chunk_starts.clear()
+                return [new_frame(data[4:] if type(data) is bytes else bytes(data[4:]), offset, ns, ns, packet)]
         if not self.anchored:
             self.base, self.anchored = offset, True
         self.times.append((offset, ns, packet))
@@ -126,7 +137,7 @@ class DirectionFramer:
             payload = bytes(buf[self.pos + 4 : self.pos + 4 + size])
             first_ns, first_packet = self._time_at(start)
             last_ns, _ = self._time_at(start + 3 + size)
-            out.append(Frame(payload, start, first_ns, last_ns, first_packet))
+            out.append(new_frame(payload, start, first_ns, last_ns, first_packet))
             self.pos += 4 + size
         self._compact()
         return out

@@ -6,7 +6,7 @@ the initiator hint, and flushing everything at the end of the capture. Per-direc
 and gaps are `stream`'s job. Capture issues pass through untouched, in order.
 
 Memory stays bounded however long the capture: a closed connection is remembered (its instance
-number, and per direction the few numbers that tell a late retransmission) for the last
+number, and per side the few numbers that tell a late retransmission) for the last
 ``MAX_CLOSED_REMEMBERED`` closed connections only, so a 4-tuple reused after that many other
 connections closed is numbered from 0 again.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
-from .stream import ClosedDirection, DirectionStream, offset_near
+from .stream import DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
@@ -37,23 +37,28 @@ class _Connection:
         self.closed = False
 
 
-class _Closed:
-    __slots__ = ("instance", "sides")
+def _remembered(conn: _Connection, four: tuple) -> tuple:
+    """What telling a late segment of a closed connection needs: per side (the first endpoint of
+    ``four``, then the second) its ISN, the sequence number of its offset 0 and its end offset;
+    then the connection's instance number (the next use of the 4-tuple is numbered after it).
 
-    def __init__(self, conn: _Connection) -> None:
-        self.instance = conn.key.instance
-        self.sides = {src: ClosedDirection(stream) for src, stream in conn.streams.items()}
+    Plain numbers in a tuple, which the garbage collector stops tracking: tens of thousands of
+    closed connections kept as objects (streams, directions, lists) made its full collections
+    walk them all, about a tenth of read_capture's time on a capture of many short connections.
+    """
+    a, b = conn.streams[(four[0], four[1])], conn.streams[(four[2], four[3])]
+    return (a.isn, a.base_seq, a.offset, b.isn, b.base_seq, b.offset, conn.key.instance)
 
 
 class _Table:
     def __init__(self, max_buffered_bytes: int) -> None:
         self.cap = max_buffered_bytes
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
-        self.closed: dict[tuple, _Closed] = {}
+        self.closed: dict[tuple, tuple] = {}  # canonical 4-tuple -> _remembered(connection)
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
         old = self.closed.pop(four, None)
-        n = 0 if old is None else old.instance + 1
+        n = 0 if old is None else old[6] + 1
         conn = self.live[four] = _Connection(ConnectionKey(four[0], four[1], four[2], four[3], n))
         a, b = (four[0], four[1]), (four[2], four[3])
         for src, dst in ((a, b), (b, a)):
@@ -70,24 +75,26 @@ class _Table:
             stream.flush(out)
         conn.closed = True
         del self.live[four]
-        self.closed[four] = _Closed(conn)
+        self.closed[four] = _remembered(conn, four)
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
         out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
 
-    def _belongs_to_closed(self, conn: _Closed, seg: TcpSegment) -> bool:
+    @staticmethod
+    def _belongs_to_closed(old: tuple, four: tuple, seg: TcpSegment) -> bool:
         """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
 
         A SYN with the ISN the closed connection began with is a copy of that one: the same packets
         captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
         written one interface's block after the other's), not a new connection.
         """
-        side = conn.sides[(seg.src_ip, seg.src_port)]
+        side = 0 if seg.src_ip == four[0] and seg.src_port == four[1] else 3
+        isn, base_seq, offset = old[side : side + 3]
         if seg.flags & SYN:
-            return side.isn is not None and side.isn == seg.seq
-        if not seg.payload or side.base_seq is None:
+            return isn is not None and isn == seg.seq
+        if not seg.payload or base_seq is None:
             return True
-        return -1 <= offset_near(side.base_seq, side.offset, seg.seq) <= side.offset
+        return -1 <= offset_at(base_seq, offset, seg.seq) <= offset
 
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:
         """The events one segment causes, in order (most segments: one chunk or none)."""
@@ -98,7 +105,7 @@ class _Table:
         conn = self.live.get(four)
         if conn is None:
             old = self.closed.get(four)
-            if old is not None and self._belongs_to_closed(old, seg):
+            if old is not None and self._belongs_to_closed(old, four, seg):
                 return out
             conn = self._open(four, seg, out)
         elif flags & SYN and not flags & ACK:

@@ -16,20 +16,11 @@ _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 
 
-def offset_near(base_seq: int, offset: int, seq: int) -> int:
-    """Stream offset of `seq` in a stream whose offset 0 is `base_seq`: the 32-bit value nearest to `offset`."""
+def offset_at(base_seq: int, offset: int, seq: int) -> int:
+    """Stream offset of `seq` in a stream whose offset 0 is `base_seq` and which is at `offset`:
+    the 32-bit value nearest to that position."""
     expected = (base_seq + offset) & _MASK
     return offset + (((seq - expected + _HALF) & _MASK) - _HALF)
-
-
-class ClosedDirection:
-    """What is kept of a direction once its connection closed: enough to tell a late retransmission
-    (a few ints, not the stream), so that remembering many closed connections costs little."""
-
-    __slots__ = ("base_seq", "isn", "offset")
-
-    def __init__(self, stream: DirectionStream) -> None:
-        self.base_seq, self.isn, self.offset = stream.base_seq, stream.isn, stream.offset
 
 
 class DirectionStream:
@@ -57,7 +48,7 @@ class DirectionStream:
     def offset_of(self, seq: int) -> int:
         """Stream offset of `seq`, taking the 32-bit value nearest to the current position."""
         assert self.base_seq is not None, "offsets are asked for once the stream has its first sequence number"
-        return offset_near(self.base_seq, self.offset, seq)
+        return offset_at(self.base_seq, self.offset, seq)
 
     def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list) -> bool:
         """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
