@@ -16,6 +16,8 @@ from tests.records.records_builders import (
     install_xxhash_shim,
     oracle_records,
     our_records,
+    raw_record,
+    raw_v2_batch,
 )
 
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -159,3 +161,39 @@ def test_legacy_batch_fields():
     [batch0] = decode_records(build_set(0, NONE, [(None, b"k", b"v", None)]))
     assert batch0["timestamp_type"] is None
     assert batch0["records"][0]["timestamp"] is None
+
+
+# One header is read inline when both its lengths take one varint byte (up to 63); 64 takes
+# two bytes and the general header reader. Both sides of that edge, nulls and empties, and
+# record lengths and deltas on both sides of the one/two-byte varint edge too.
+ONE_HEADER_EDGES = [
+    ("", b""),
+    ("h", None),
+    ("k" * 63, b"v" * 63),
+    ("k" * 64, b"v"),
+    ("k", b"v" * 64),
+    ("é" * 31, b"\x00" * 63),
+    ("é" * 32, b"\xff" * 200),
+]
+
+
+@pytest.mark.parametrize(("header_key", "header_value"), ONE_HEADER_EDGES)
+@pytest.mark.parametrize("value_size", [0, 40, 63, 64, 8100])
+def test_one_header_records_match_kafka_python(header_key, header_value, value_size):
+    entries = [(1_000 + 37 * i, b"key-%d" % i, b"x" * value_size, [(header_key, header_value)]) for i in range(70)]
+    buf = build_set(2, NONE, entries)
+
+    assert our_records(decode_records(buf)) == oracle_records(buf)
+
+
+def test_one_header_key_that_is_not_utf8_is_replaced_as_elsewhere():
+    one = raw_record(b"k", b"v", headers=[(b"\xff\xfeh", b"x")])
+    two = raw_record(b"k", b"v", offset_delta=1, headers=[(b"\xff\xfeh", b"x"), (b"h", None)])
+
+    (batch,) = decode_records(raw_v2_batch(one + two, 2))
+
+    assert batch["error"] is None
+    assert [r["headers"] for r in batch["records"]] == [
+        [{"key": "\ufffd\ufffdh", "value": b"x"}],
+        [{"key": "\ufffd\ufffdh", "value": b"x"}, {"key": "h", "value": None}],
+    ]
