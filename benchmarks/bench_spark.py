@@ -1,17 +1,22 @@
-"""Benchmark the kafka-wire Spark source: rows/s of the exchanges and records views, and local[2] over local[1].
+"""Benchmark the kafka-wire Spark source against the goal: exchanges/s of the exchanges view at
+local[1] over plain ``read_capture``, and local[2] over local[1].
 
 Builds (once, in /tmp) a large capture by replicating the Ethernet sample captures, each copy from
 a client address of its own so that every copy is a real Kafka session on its own connections
-(tests/spark/bigcapture.py), then, for each master in turn (a fresh SparkSession in a subprocess
-each, so the JVMs do not share anything), times:
+(tests/spark/bigcapture.py). Then, in each round, one after the other:
 
-* count() of the default (exchanges) view and of the records view, and
-* collect() of a few columns of each (rows through Arrow into the Python driver),
+* ``read_capture`` in this process (parsers built first on a sample): exchanges counted;
+* the exchanges view at local[1], one partition: ``df.write.format("noop")``, which materialises
+  every column (a bare ``count()`` may skip building them);
+* the same at local[2], twice: the one file split in two partitions by connection
+  (``splitSize`` = half the file; each partition still reads every packet of the file), and two
+  copies of the file as two files (two partitions, twice the exchanges).
 
-after one warm-up query (Python workers started, parsers built). Prints a table of seconds,
-rows/s and MB/s per master, and the speed-up of the last master over the first.
+Each Spark run is a fresh SparkSession in a subprocess (no shared JVM), timed after a warm-up
+query on two sample captures (both Python workers up, parsers built). This host may be noisy:
+compare the ratios of one round, which are measured minutes apart, not seconds across runs.
 
-    python benchmarks/bench_spark.py [--size-mb 64] [--masters local[1],local[2]] [--rebuild]
+    python benchmarks/bench_spark.py [--size-mb 24] [--rounds 1] [--rebuild]
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -34,17 +41,12 @@ SEEDS = [
     "mock_kafka_python_all_codecs.pcap",
     "tansu_kafka_python_legacy_magic1_rejected.pcap",
 ]
-
-MEASURES = [  # (name, view, action)
-    ("exchanges count()", "exchanges", "count"),
-    ("exchanges collect(5 cols)", "exchanges", "collect"),
-    ("records count()", "records", "count"),
-    ("records collect(5 cols)", "records", "collect"),
+ONE_PARTITION = str(2**62)
+RUNS = [  # (name, master, files, split in two)
+    ("local[1]", "local[1]", 1, False),
+    ("local[2] split", "local[2]", 1, True),
+    ("local[2] 2 files", "local[2]", 2, False),
 ]
-COLLECT_COLUMNS = {
-    "exchanges": ["api_name", "status", "latency_ms", "request_time", "client_id"],
-    "records": ["topic", "offset", "key", "value", "timestamp"],
-}
 
 
 def build(path: Path, size_mb: int) -> None:
@@ -61,8 +63,17 @@ def build(path: Path, size_mb: int) -> None:
             part.unlink()
 
 
-def measure(path: str, master: str) -> dict:
-    """Runs in the child process: one SparkSession, each measure once after a warm-up."""
+def time_read_capture(path: str) -> tuple[int, float]:
+    from kafka_protocol_source.pipeline import read_capture
+
+    sum(1 for _ in read_capture(str(SAMPLES / SEEDS[0])))  # parsers built
+    t = time.perf_counter()
+    n = sum(1 for _ in read_capture(path))
+    return n, time.perf_counter() - t
+
+
+def measure(paths: list[str], master: str, split: bool) -> float:
+    """Runs in the child process: seconds to write the exchanges view of ``paths`` to noop."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -80,66 +91,71 @@ def measure(path: str, master: str) -> dict:
     )
     spark.sparkContext.setLogLevel("ERROR")
     kafka_protocol_source.register(spark)
-    # One split per core: every split reads all packets of the file and keeps its own connections,
-    # so more splits than cores only repeat the packet parsing (4 per core measured 0.6-1.3x).
-    cores = (
-        int(master[len("local[") : -1]) if master.startswith("local[") and master[6:-1].isdigit() else os.cpu_count()
-    )
-    split = -(-os.path.getsize(path) // cores)
 
-    def df(view):
-        return spark.read.format("kafka-wire").option("view", view).option("splitSize", str(split)).load(path)
+    def write(files, split_size):
+        df = spark.read.format("kafka-wire").option("splitSize", split_size).load(files)
+        df.write.format("noop").mode("overwrite").save()
 
-    df("exchanges").where("api_key = 18").count()  # warm-up: workers up, parsers built
-    results = {}
-    for name, view, action in MEASURES:
-        t = time.perf_counter()
-        if action == "count":
-            n = df(view).count()
-        else:
-            n = len(df(view).select(*COLLECT_COLUMNS[view]).collect())
-        results[name] = (n, time.perf_counter() - t)
+    write([str(SAMPLES / SEEDS[0]), str(SAMPLES / SEEDS[1])], ONE_PARTITION)  # warm-up: two workers
+    split_size = str(-(-os.path.getsize(paths[0]) // 2)) if split else ONE_PARTITION
+    t = time.perf_counter()
+    write(paths, split_size)
+    seconds = time.perf_counter() - t
     spark.stop()
-    return results
+    return seconds
+
+
+def spark_run(paths: list[Path], master: str, split: bool) -> float:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps([[str(p) for p in paths], master, split])],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, default=64)
-    ap.add_argument("--masters", default="local[1],local[2]")
+    ap.add_argument("--size-mb", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--path", type=Path, default=Path("/tmp/kafka_wire_bench_spark.pcap"))
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(measure(str(args.path), args.child)))
+        paths, master, split = json.loads(args.child)
+        print(measure(paths, master, split))
         return
+    copy = args.path.with_suffix(".copy.pcap")
     if args.rebuild or not args.path.exists():
         build(args.path, args.size_mb)
+    if args.rebuild or not copy.exists():
+        shutil.copyfile(args.path, copy)
     mb = os.path.getsize(args.path) / 2**20
-    masters = args.masters.split(",")
-    table = {}
-    for master in masters:  # one after the other, each its own JVM
-        out = subprocess.run(
-            [sys.executable, __file__, "--path", str(args.path), "--child", master],
-            check=True,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        )
-        table[master] = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"capture: {args.path} ({mb:.1f} MB); cores: {os.cpu_count()}")
-    head = f"{'measure':28} {'master':10} {'rows':>9} {'seconds':>8} {'rows/s':>10} {'MB/s':>6}"
+    head = f"{'round':>5} {'run':18} {'exchanges':>9} {'seconds':>8} {'exchanges/s':>11} {'vs read_capture':>15}"
     print(head)
     print("-" * len(head))
-    for name, _, _ in MEASURES:
-        for master in masters:
-            n, dt = table[master][name]
-            print(f"{name:28} {master:10} {n:9d} {dt:8.2f} {n / dt:10,.0f} {mb / dt:6.1f}")
-    first, last = masters[0], masters[-1]
-    print(f"\nspeed-up {last} over {first}:")
-    for name, _, _ in MEASURES:
-        print(f"  {name:28} {table[first][name][1] / table[last][name][1]:.2f}x")
+    ratios: dict[str, list[float]] = {"local[1] / read_capture": [], "local[2] split / local[1]": []}
+    ratios["local[2] 2 files / local[1]"] = []
+    for r in range(args.rounds):
+        n, dt = time_read_capture(str(args.path))
+        base = n / dt
+        print(f"{r:5d} {'read_capture':18} {n:9d} {dt:8.2f} {base:11,.0f} {1:15.2f}", flush=True)
+        rates = {}
+        for name, master, files, split in RUNS:
+            dt = spark_run([args.path, copy][:files], master, split)
+            rates[name] = n * files / dt
+            row = f"{r:5d} {name:18} {n * files:9d} {dt:8.2f} {rates[name]:11,.0f} {rates[name] / base:15.2f}"
+            print(row, flush=True)
+        ratios["local[1] / read_capture"].append(rates["local[1]"] / base)
+        ratios["local[2] split / local[1]"].append(rates["local[2] split"] / rates["local[1]"])
+        ratios["local[2] 2 files / local[1]"].append(rates["local[2] 2 files"] / rates["local[1]"])
+    print("\nratios (median of rounds; goal: local[1] / read_capture >= 0.8, local[2] / local[1] >= 1.8):")
+    for name, values in ratios.items():
+        print(f"  {name:28} {statistics.median(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ error code, or else the status itself (``malformed``, ``unanswered``, ...).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..spec.error_codes import error_name
 from .outcomes import error_codes
 
@@ -35,10 +37,11 @@ EXCHANGE_COLUMNS = (
     "response",
 )
 OK, ERROR_RESPONSE = "ok", "error_response"
+_COLUMN_VALUES = attrgetter(*EXCHANGE_COLUMNS)  # one call for all of them: this runs once per row
 
 
 def exchange_row(ex, corrupt_column: str | None = None) -> dict:
-    row = {name: getattr(ex, name) for name in EXCHANGE_COLUMNS}
+    row = dict(zip(EXCHANGE_COLUMNS, _COLUMN_VALUES(ex), strict=True))
     codes = error_codes(ex.response) if ex.response else None
     row["error_codes"] = codes
     row["error_names"] = [error_name(c) for c in codes] if codes is not None else None
