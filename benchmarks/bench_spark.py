@@ -9,7 +9,8 @@ a client address of its own so that every copy is a real Kafka session on its ow
 * the exchanges view at local[1], one partition: ``df.write.format("noop")``, which materialises
   every column (a bare ``count()`` may skip building them);
 * the same at local[2], twice: the one file split in two partitions by connection
-  (``splitSize`` = half the file; each partition still reads every packet of the file), and two
+  (``splitSize`` = half the file; the index pass gives each partition its own connections'
+  packets), and two
   copies of the file as two files (two partitions, twice the exchanges).
 
 Each Spark run is a fresh SparkSession in a subprocess (no shared JVM), timed after a warm-up
