@@ -25,6 +25,7 @@ against the one stored in goal_digests.json for that --size-mb (--store-digest r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -216,8 +217,8 @@ def goal_worker(path: str, ports: list[int], digest: bool) -> None:
     for ex in read_capture(path, ports=ports):
         exchanges += 1
         fields += walk_fields(ex.request) + walk_fields(ex.response)
-        if digest:
-            h.update(repr(ex).encode())
+        if digest:  # the file's name, not its folder: the same capture may be built anywhere
+            h.update(repr(dataclasses.replace(ex, capture_file=os.path.basename(ex.capture_file))).encode())
     print(json.dumps({"exchanges": exchanges, "fields": fields, "digest": h.hexdigest() if digest else None}))
 
 
