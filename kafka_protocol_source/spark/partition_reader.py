@@ -231,17 +231,25 @@ def notice_row(path: str, error: str) -> Exchange:
     )
 
 
+_UNKNOWN = object()
+
+
 def slice_scope(index: int, count: int, shared_apis: frozenset[int] | None):
     """Which connections partition ``index`` of ``count`` sharing a capture reads: those whose
     endpoints hash to it, and with ``shared_apis`` the others for these apis only (the records
     view needs every Metadata response to name the topics its own Fetches refer to by id)."""
     if count <= 1:
         return None
+    other = shared_apis if shared_apis is not None else False
+    answers: dict[tuple[str, int, str, int], object] = {}  # the scope is asked for every packet
 
     def scope(endpoints: tuple[str, int, str, int]):
-        if slice_of(endpoints, count) == index:
-            return None
-        return shared_apis if shared_apis is not None else False
+        answer = answers.get(endpoints, _UNKNOWN)
+        if answer is _UNKNOWN:
+            if len(answers) >= 1 << 16:
+                answers.clear()
+            answer = answers[endpoints] = None if slice_of(endpoints, count) == index else other
+        return answer
 
     return scope
 
