@@ -40,12 +40,6 @@ class RecordRuns:
     def byte_count(self) -> int:
         return sum(self.flat[1::4])
 
-    def __len__(self) -> int:
-        return len(self.flat) // 4
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, RecordRuns) and self.flat == other.flat
-
     def __reduce__(self):
         return RecordRuns, (self.flat,)
 

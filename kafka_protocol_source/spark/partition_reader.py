@@ -21,7 +21,7 @@ from ..capture.summary import sessions, summarize
 from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
-from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
+from ..spec.api_keys import RECORDS_VIEW_APIS
 from ..views.exchanges import exchange_row
 from ..views.records import TopicNames, record_rows
 from .arrow import BatchBuilder
@@ -158,9 +158,9 @@ class PartitionReader:
         records_view = o.view == "records"
         derived = o.view in DERIVED_VIEWS
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
-        shared = TOPIC_NAMING_APIS if records_view else None
+        shared = shared_apis(o.view)
         if derived:
-            apis, shared = apis_needed(o.view, self.apis), shared_apis(o.view)
+            apis = apis_needed(o.view, self.apis)
         paths = partition.paths
         options = CaptureOptions(
             o.ports,

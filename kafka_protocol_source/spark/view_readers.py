@@ -33,8 +33,9 @@ def apis_needed(view: str, asked: frozenset[int] | None) -> frozenset[int] | Non
 
 
 def shared_apis(view: str) -> frozenset[int] | None:
-    """What a split read of ``view`` also decodes on the connections of other partitions."""
-    return TOPIC_NAMING_APIS if view == "lag" else None
+    """What a split read of ``view`` also decodes on the connections of other partitions (the
+    records and lag views name topics from every connection's Metadata); None: nothing."""
+    return TOPIC_NAMING_APIS if view in ("records", "lag") else None
 
 
 def derived_rows(view: str, exchanges: Iterable, paths: Sequence[str], options: ReadOptions) -> Iterator[dict]:
