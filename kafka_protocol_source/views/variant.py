@@ -5,16 +5,23 @@ buffer and a metadata buffer holding the dictionary of object keys. Values are e
 up, each child to its own bytes, so no header ever has to be shifted into place afterwards.
 Bytes become variant BINARY; integers pick the smallest of int8/16/32/64; other numbers double.
 
-This runs once per exchange body on the Spark path (a body is a few hundred values), so it is
-written for CPython: one function per container kind, scalars of the common types encoded in
-the container's loop without a call, ready-made headers for small ints and short strings, and
-the one-byte-offsets case (nearly every Kafka object) packed with ``bytes(list)``.
+This runs once per exchange body on the Spark path (a body is a few dozen values), so it is
+written for CPython around one fact: bodies of one message repeat the same shapes. A
+``VariantEncoder`` keeps one key dictionary per family of bodies (the top-level keys of a body,
+which name its message and version), so field ids, each object's sorted key order and header
+are worked out once per object shape, and the metadata bytes once per family. Each object is
+then encoded by a function compiled for its shape: straight-line code that encodes each value
+by the expression for the type the field had when the shape was first seen, behind a check of
+that type. A value of another type, arrays, and objects with keys that are not all strings take
+the generic walk, which encodes a value the same way wherever it is.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from itertools import accumulate
+from operator import itemgetter
 
 _NULL, _TRUE, _FALSE = b"\x00", bytes([1 << 2]), bytes([2 << 2])
 _INT8, _INT16, _INT32, _INT64, _DOUBLE = 3 << 2, 4 << 2, 5 << 2, 6 << 2, 7 << 2
@@ -26,6 +33,10 @@ _MAX_SHORT_STRING = 63
 _SMALL_INTS = {i: bytes((_INT8, i & 0xFF)) for i in range(-0x80, 0x80)}  # int8: the most common value
 _SHORT_STRING_HEADS = [bytes((n << 2 | 1,)) for n in range(_MAX_SHORT_STRING + 1)]
 _SMALL = 0x100  # below it, counts, field ids and offsets take one byte each
+_MAX_COMPILED_FIELDS = 200  # objects with more fields are walked (one compiled function per shape)
+# A family that outgrows either bound (keys made of data, say) is dropped, and the next body starts
+# a new one: metadata stays about the size of one message's keys, and memory stays bounded.
+_MAX_FAMILY_KEYS, _MAX_FAMILY_SHAPES = 2048, 256
 
 
 def _size_of(n: int) -> int:
@@ -46,6 +57,8 @@ def _int(v: int) -> bytes:
 
 
 def _str(v: str) -> bytes:
+    if len(v) <= _MAX_SHORT_STRING and v.isascii():
+        return _SHORT_STRING_HEADS[len(v)] + v.encode("ascii")
     raw = v.encode("utf-8", "surrogatepass")
     n = len(raw)
     if n <= _MAX_SHORT_STRING:
@@ -53,7 +66,55 @@ def _str(v: str) -> bytes:
     return _LONG_STRING_HEAD.pack(_LONG_STRING, n) + raw
 
 
-def _value(v, keys: dict) -> bytes:
+def _binary(v) -> bytes:
+    return _BIN_HEAD.pack(_BINARY, len(v)) + bytes(v)
+
+
+def _float(v: float) -> bytes:
+    return bytes((_DOUBLE,)) + _F64.pack(v)
+
+
+class Keys(dict):
+    """A family's key dictionary (key -> field id, in the order first seen), with what is known
+    of its object shapes and its metadata bytes as of the last time they were built."""
+
+    __slots__ = ("metadata", "metadata_keys", "shapes")
+
+    def __init__(self):
+        super().__init__()
+        self.shapes: dict[tuple, _Shape | _AnyKeys] = {}
+        self.metadata, self.metadata_keys = b"", -1
+
+
+class _Shape:
+    """One object shape (its keys in their dict order) in one family: the field ids, the header
+    when ids and count take a byte each, and ``encode``, compiled for this shape on first use."""
+
+    __slots__ = ("encode", "head", "ids", "names")
+
+    def __init__(self, obj: dict, keys: Keys):
+        names = sorted(obj)
+        for k in names:
+            if k not in keys:
+                keys[k] = len(keys)
+        self.names = names
+        self.ids = [keys[k] for k in names]
+        small = len(names) < _SMALL and max(self.ids, default=0) < _SMALL
+        self.head = bytes((2, len(names), *self.ids)) if small else None
+        self.encode: Callable[[dict, Keys], bytes] = _compile(self, [type(obj[k]) for k in names])
+
+
+class _AnyKeys:
+    """Objects whose keys are not all strings, or too many: encoded by the generic walk."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def encode(obj: dict, keys: Keys) -> bytes:
+        return _object_of_any_keys(obj, keys)
+
+
+def _value(v, keys: Keys) -> bytes:
     t = type(v)
     if t is dict:
         return _object(v, keys)
@@ -68,15 +129,15 @@ def _value(v, keys: dict) -> bytes:
     if t is bool:
         return _TRUE if v else _FALSE
     if t is bytes or t is bytearray or t is memoryview:
-        return _BIN_HEAD.pack(_BINARY, len(v)) + bytes(v)
+        return _binary(v)
     if t is float:
-        return bytes((_DOUBLE,)) + _F64.pack(v)
+        return _float(v)
     if isinstance(v, dict):
-        return _object(v, keys)
+        return _object_of_any_keys(v, keys)
     return _str(str(v))
 
 
-def _array(items, keys: dict) -> bytes:
+def _array(items, keys: Keys) -> bytes:
     parts = []
     offsets = [0]
     total = 0
@@ -99,44 +160,78 @@ def _array(items, keys: dict) -> bytes:
     return _container(parts, offsets, 3, None)
 
 
-def _object(obj: dict, keys: dict) -> bytes:
-    try:
-        names = sorted(obj)  # readers binary-search fields by key
-    except TypeError:  # keys of mixed types: compare them as the strings they are stored as
-        return _object_of_any_keys(obj, keys)
-    ids = []
-    parts = []
-    offsets = [0]
-    total = 0
-    for k in names:
-        kid = keys.get(k)
-        if kid is None:
-            if type(k) is not str:  # checked for new keys only: a known key is a str (an unused entry is harmless)
-                return _object_of_any_keys(obj, keys)
-            kid = keys[k] = len(keys)
-        ids.append(kid)
-        v = obj[k]
-        t = type(v)
-        if t is int:
-            p = _SMALL_INTS.get(v) or _int(v)
-        elif t is dict:
-            p = _object(v, keys)
-        elif v is None:
-            p = _NULL
-        elif t is str and len(v) <= _MAX_SHORT_STRING and v.isascii():
-            p = _SHORT_STRING_HEADS[len(v)] + v.encode("ascii")
-        else:
-            p = _value(v, keys)
-        parts.append(p)
-        total += len(p)
-        offsets.append(total)
-    n = len(parts)
-    if n < _SMALL and total < _SMALL and len(keys) <= _SMALL:
-        return bytes((2, n, *ids, *offsets)) + b"".join(parts)  # ids, offsets and count 1 byte each
-    return _container(parts, offsets, 2, ids)
+def _object(obj: dict, keys: Keys) -> bytes:
+    shape_key = tuple(obj)
+    shape = keys.shapes.get(shape_key)
+    if shape is None:
+        shape = keys.shapes[shape_key] = _learn(obj, keys)
+    return shape.encode(obj, keys)
 
 
-def _object_of_any_keys(obj: dict, keys: dict) -> bytes:
+def _learn(obj: dict, keys: Keys) -> _Shape | _AnyKeys:
+    """The shape of objects with the keys of ``obj``, its encoder compiled for the types of the
+    values ``obj`` has (keys that are not all strings, or too many of them, are walked)."""
+    if len(obj) > _MAX_COMPILED_FIELDS or any(type(k) is not str for k in obj):
+        return _AnyKeys()
+    return _Shape(obj, keys)
+
+
+def _compile(shape: _Shape, types: list[type]):
+    """Straight-line code that encodes an object of ``shape``: each value by the expression for
+    the type this field had when the shape was first seen, behind a check of that type (a value
+    of another type takes the generic ``_value``, which encodes it the same way)."""
+    n = len(types)
+    lines = ["def encode(obj, keys):"]
+    if n > 1:
+        lines.append(f"    ({''.join(f'v{i}, ' for i in range(n))}) = values(obj)")
+    elif n == 1:
+        lines.append("    v0 = obj[name]")
+    for i, t in enumerate(types):
+        lines.append(f"    p{i} = {_ENCODE_AS.get(t, 'value(v{i}, keys)').format(i=i)}")
+    lines.append("    o0 = 0")
+    for i in range(n):
+        lines.append(f"    o{i + 1} = o{i} + len(p{i})")
+    parts = "".join(f"p{i}, " for i in range(n))
+    offsets = "".join(f"o{i}, " for i in range(n + 1))
+    if shape.head is not None:
+        lines.append(f"    if o{n} < {_SMALL}:")
+        lines.append(f"        return b''.join((head, bytes(({offsets})), {parts}))")
+    lines.append(f"    return container(({parts}), [{offsets}], 2, ids)")
+    scope = {
+        "values": _getter(*shape.names) if n > 1 else None,
+        "name": shape.names[0] if n else None,
+        "head": shape.head,
+        "ids": shape.ids,
+        "container": _container,
+        "value": _value,
+        "obj_": _object,
+        "array": _array,
+        "int_": _int,
+        "str_": _str,
+        "small_ints": _SMALL_INTS.get,
+        "heads": _SHORT_STRING_HEADS,
+        "true": _TRUE,
+        "false": _FALSE,
+        "null": _NULL,
+    }
+    exec("\n".join(lines), scope)  # noqa: S102 - source built here from fixed templates only
+    return scope["encode"]
+
+
+_getter: Callable[..., Callable] = itemgetter  # typed here: mypy 2.4 cannot infer itemgetter(*names)
+
+_ENCODE_AS = {  # per type a field had when its shape was first seen, how value number {i} is encoded
+    int: "(small_ints(v{i}) or int_(v{i})) if type(v{i}) is int else value(v{i}, keys)",
+    str: "heads[len(v{i})] + v{i}.encode('ascii') if type(v{i}) is str and len(v{i}) <= 63 and v{i}.isascii()"
+    " else value(v{i}, keys)",
+    dict: "obj_(v{i}, keys) if type(v{i}) is dict else value(v{i}, keys)",
+    list: "array(v{i}, keys) if type(v{i}) is list else value(v{i}, keys)",
+    type(None): "null if v{i} is None else value(v{i}, keys)",
+    bool: "(true if v{i} else false) if type(v{i}) is bool else value(v{i}, keys)",
+}
+
+
+def _object_of_any_keys(obj: dict, keys: Keys) -> bytes:
     entries = []
     for key, value in obj.items():
         key = str(key)
@@ -149,7 +244,7 @@ def _object_of_any_keys(obj: dict, keys: dict) -> bytes:
     return _container(parts, list(accumulate(map(len, parts), initial=0)), 2, [e[1] for e in entries])
 
 
-def _container(parts: list[bytes], offsets: list[int], basic_type: int, ids: list[int] | None) -> bytes:
+def _container(parts, offsets: list[int], basic_type: int, ids: list[int] | None) -> bytes:
     n = len(parts)
     large = n > 0xFF
     offset_size = _size_of(offsets[-1])
@@ -164,7 +259,7 @@ def _container(parts: list[bytes], offsets: list[int], basic_type: int, ids: lis
     return b"".join((bytes((head,)), count, id_bytes, _pack(offsets, offset_size), *parts))
 
 
-def _metadata(keys: dict) -> bytes:
+def _metadata(keys: Keys) -> bytes:
     names = [k.encode("utf-8", "surrogatepass") for k in keys]
     total = sum(map(len, names))
     offsets = list(accumulate(map(len, names), initial=0))
@@ -187,14 +282,33 @@ def _pack(values: list[int], size: int) -> bytes:
 
 
 class VariantEncoder:
-    """Encodes one value; ``encode`` returns (value, metadata) as Spark expects them."""
+    """Encodes one value at a time; ``encode`` returns (value, metadata) as Spark expects them.
 
-    __slots__ = ()
+    Keeps a key dictionary per family of top-level keys, at most ``max_families`` of them (the
+    oldest is forgotten past that): a value's metadata holds the keys of its family seen so far,
+    which for the bodies of one message version is about the keys of that version's schema."""
+
+    __slots__ = ("families", "max_families")
+
+    def __init__(self, max_families: int = 1024):
+        self.families: dict[tuple, Keys] = {}
+        self.max_families = max_families
 
     def encode(self, value) -> tuple[bytes, bytes]:
-        keys: dict[str, int] = {}
+        family = tuple(value) if type(value) is dict else None
+        keys = self.families.get(family) if family is not None else None
+        if keys is None:
+            keys = Keys()
+            if family is not None:
+                if len(self.families) >= self.max_families:
+                    del self.families[next(iter(self.families))]
+                self.families[family] = keys
         data = _value(value, keys)
-        return data, _metadata(keys)
+        if keys.metadata_keys != len(keys):
+            keys.metadata, keys.metadata_keys = _metadata(keys), len(keys)
+        if family is not None and (len(keys.shapes) > _MAX_FAMILY_SHAPES or len(keys) > _MAX_FAMILY_KEYS):
+            self.families.pop(family, None)
+        return data, keys.metadata
 
 
 def to_variant(value) -> tuple[bytes, bytes]:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.variant_utils import VariantUtils
 
-from kafka_protocol_source.views.variant import to_variant
+from kafka_protocol_source.views.variant import VariantEncoder, to_variant
 
 scalars = st.one_of(
     st.none(),
@@ -45,3 +45,32 @@ def _expected(value):
     if isinstance(value, dict):
         return {k: _expected(v) for k, v in value.items()}
     return value
+
+
+# One encoder for every example below, as on the Spark path: shapes, families and compiled
+# encoders learned from earlier values must give the right bytes for later ones.
+_SHARED = VariantEncoder()
+_FIELD_NAMES = ("error_code", "name", "partitions", "records", "is_internal", "topic_id")
+same_keys_objects = st.lists(
+    st.fixed_dictionaries({k: values for k in _FIELD_NAMES}),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(same_keys_objects, values), min_size=1, max_size=4))
+def test_a_shared_encoder_reads_back_the_same_whatever_types_a_known_shape_holds(bodies):
+    for body in bodies:
+        encoded, metadata = _SHARED.encode(body)
+        assert VariantUtils.to_python(encoded, metadata) == _expected(body)
+
+
+def test_a_family_that_outgrows_its_bounds_starts_again():
+    encoder = VariantEncoder()
+    for i in range(300):  # objects whose keys are data: a new shape each time
+        body = {"topics": {f"t{i}": 1, f"u{i}": [i]}}
+        encoded, metadata = encoder.encode(body)
+        assert VariantUtils.to_python(encoded, metadata) == body
+        assert len(metadata) < 20_000
+    assert sum(len(keys.shapes) for keys in encoder.families.values()) <= 257
