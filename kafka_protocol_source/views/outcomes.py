@@ -15,17 +15,22 @@ _SKIP = frozenset({"records"})  # record batches hold no error codes; do not wal
 def error_codes(body: dict) -> list[int]:
     found: set[int] = set()
     stack: list[dict | list] = [body]
+    push, pop = stack.append, stack.pop
     while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            for key, v in value.items():
-                if key == "error_code":
-                    if v:
-                        found.add(v)
-                elif key not in _SKIP and isinstance(v, (dict, list)):
-                    stack.append(v)
-        elif isinstance(value, list):
-            stack.extend(v for v in value if isinstance(v, (dict, list)))
+        value = pop()
+        if isinstance(value, list):
+            for v in value:
+                t = type(v)
+                if t is dict or t is list:
+                    push(v)
+            continue
+        for key, v in value.items():  # a dict: decoded bodies hold plain dicts and lists only
+            t = type(v)
+            if t is dict or t is list:
+                if key not in _SKIP:
+                    push(v)
+            elif key == "error_code" and v:
+                found.add(v)
     return sorted(found)
 
 
