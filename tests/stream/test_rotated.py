@@ -160,13 +160,17 @@ def test_a_growing_file_is_read_to_its_last_whole_packet_and_again_as_it_grows(s
     data = files[0].read_bytes() + files[1].read_bytes()[24:]  # one pcap: the second piece's records appended
     growing = folder / "live.pcap"
     cut = len(files[0].read_bytes()) + 1000  # in the middle of a record
-    growing.write_bytes(data[:cut])
-    query = _start(spark, folder, tmp_path / "ck", name, "growing").start()
+    # quietTimeout is wall-clock: the folder must not go quiet between the two writes, or the
+    # requests open at the cut are rightly given up as unanswered. So the first write waits for
+    # the query to be up, and the timeout leaves a slow machine room for one micro-batch.
+    quiet = 15.0
+    query = _start(spark, folder, tmp_path / "ck", name, "growing", quiet=quiet).start()
     try:
+        growing.write_bytes(data[:cut])
         query.processAllAvailable()
         with open(growing, "ab") as f:
             f.write(data[cut:])
-        _drain(query)
+        _drain(query, quiet)
         rows = spark.sql("SELECT * FROM growing").collect()
     finally:
         query.stop()
