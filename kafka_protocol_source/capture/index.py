@@ -2,7 +2,8 @@
 
 Several readers share one large capture by TCP connection. So that each reads only its own
 packets (about the work of one reader in all, not one per reader), this pass reads each
-record's header and the first bytes of its packet (``pread``, never the payload), finds the
+record's header and the first bytes of its packet (a pcap file is read ahead a megabyte at a
+time, a pcapng file with a ``pread`` per block; payloads are never looked at), finds the
 packet's TCP endpoints with the same ``PacketDecoder`` the readers use, and hands each record to
 the reader ``part_of`` names for those endpoints. Records that cannot be placed go to every
 reader: the file header and pcapng section headers and interface descriptions (each reader needs
@@ -31,13 +32,15 @@ from .source import detect_format
 # Bytes of each packet read: link, IP and TCP headers of nearly every packet (a packet whose
 # headers go on is read whole).
 HEAD = 192
+CHUNK = 1 << 20  # pcap records are read ahead this much at a time (past HEAD, payloads are skipped over)
 EVERY = -1  # a record every reader takes
 # Ethernet type, IPv4 version and header length, total length, flags and offset, protocol
 _ETHERNET_IPV4 = struct.Struct("!12xHBxH2xHxB").unpack_from
 
 Endpoints = tuple[str, int, str, int]
-# (file offset, length, first packet index, packets, frames and issues of its head or None, cut)
-_Record = tuple[int, int, int, int, tuple | None, bool]
+# (file offset, length, first packet index, packets, frames and issues of its head or None or the
+# reader it was placed with, cut)
+_Record = tuple[int, int, int, int, tuple | int | None, bool]
 
 
 def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns] | None:
@@ -62,7 +65,10 @@ def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoi
 def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns]:
     runs = [RecordRuns() for _ in range(count)]
     placer = _Placer(part_of)
-    for offset, length, first, packets, items, cut in records.records():
+    for offset, length, first, packets, items, cut in records.records(placer.by_key):
+        if isinstance(items, int):
+            runs[items % count].add(offset, length, first, packets)
+            continue
         reader = EVERY if items is None else placer.place(items)
         if reader is None and cut:  # the headers go on past what was read: read the whole record
             reader = placer.place(records.whole(offset, length, first))
@@ -122,22 +128,26 @@ class _Placer:
         return reader
 
 
-def plain_tcp_key(linktype: int, data) -> bytes | None:
+def plain_tcp_key(linktype: int, data, start: int = 0, size: int | None = None) -> bytes | None:
     """Addresses and ports (as captured) of an Ethernet IPv4 TCP packet without IP options or
     fragmentation whose headers are all there, for which ``PacketDecoder`` surely gives a segment
-    of these endpoints; None for any other packet (which then takes the decoder's own path)."""
-    if linktype != 1 or len(data) < 54:
+    of these endpoints; None for any other packet (which then takes the decoder's own path).
+    The packet is ``data[start:start + size]`` (``size`` bytes of it captured; all of ``data``
+    by default)."""
+    if size is None:
+        size = len(data) - start
+    if linktype != 1 or size < 54:
         return None
-    ethertype, version_ihl, total, fragment, protocol = _ETHERNET_IPV4(data, 0)
+    ethertype, version_ihl, total, fragment, protocol = _ETHERNET_IPV4(data, start)
     if ethertype != 0x0800 or version_ihl != 0x45 or protocol != 6 or fragment & 0x3FFF:
         return None
     if total and total < 40:
         return None
-    end = min(14 + total, len(data)) if total else len(data)
-    doff = data[46] >> 4
+    end = min(14 + total, size) if total else size
+    doff = data[start + 46] >> 4
     if doff < 5 or 34 + doff * 4 > end:
         return None
-    return bytes(data[26:38])
+    return bytes(data[start + 26 : start + 38])
 
 
 class _PcapIndex:
@@ -148,7 +158,9 @@ class _PcapIndex:
         self.size = os.fstat(fd).st_size
         self.linktype = 0
 
-    def records(self) -> Iterator[_Record]:
+    def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
+        """The file's records; a plain packet whose endpoints are in ``known`` comes placed: the
+        reader ``known`` gives instead of its frames."""
         head = os.pread(self.fd, 24, 0)
         if len(head) < 24:
             yield 0, self.size, 0, 0, None, False
@@ -159,14 +171,25 @@ class _PcapIndex:
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, fd, linktype = self._record.unpack_from, self.fd, self.linktype
+        buf, base = b"", offset  # a window of the file read ahead: one read per CHUNK bytes, not per record
         while offset + 16 <= size:
-            buf = os.pread(fd, 16 + HEAD, offset)
-            _, _, caplen, orig_len = unpack(buf, 0)
-            end = offset + 16 + caplen
-            if caplen > MAX_RECORD or end > size or len(buf) < 16 + min(caplen, HEAD):
+            pos = offset - base
+            if len(buf) - pos < 16 + HEAD and base + len(buf) < size:
+                buf, base, pos = os.pread(fd, CHUNK, offset), offset, 0
+            if len(buf) - pos < 16:
                 break
-            frame = (index, offset, 0, linktype, memoryview(buf)[16 : 16 + caplen], orig_len)
-            yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
+            _, _, caplen, orig_len = unpack(buf, pos)
+            end = offset + 16 + caplen
+            head = min(caplen, HEAD)
+            if caplen > MAX_RECORD or end > size or len(buf) - pos < 16 + head:
+                break
+            key = plain_tcp_key(linktype, buf, pos + 16, head)
+            reader = known.get(key) if key is not None else None
+            if reader is not None:  # a plain packet of a connection already placed
+                yield offset, 16 + caplen, index, 1, reader, False
+            else:
+                frame = (index, offset, 0, linktype, memoryview(buf)[pos + 16 : pos + 16 + head], orig_len)
+                yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
             offset, index = end, index + 1
         if offset < size:
             yield offset, size - offset, index, 0, None, False
@@ -183,7 +206,8 @@ class _PcapngIndex:
         self.size = os.fstat(fd).st_size
         self.section = Section()
 
-    def records(self) -> Iterator[_Record]:
+    def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
+        """The file's records (none comes placed: ``known`` is for the pcap reader's shortcut)."""
         offset, index, size, fd, section = 0, 0, self.size, self.fd, self.section
         while offset + 12 <= size:
             buf = os.pread(fd, 28 + HEAD, offset)

@@ -186,6 +186,8 @@ def test_the_plain_packet_shortcut_only_takes_packets_the_decoder_reads_the_same
             frame[at] = value
     data = memoryview(bytes(frame[:keep]))
     key = plain_tcp_key(1, data)
+    # as the pcap pass asks it: the packet's captured bytes inside a window of the file
+    assert plain_tcp_key(1, b"h" * 16 + data + bytes(frame[keep:]), 16, len(data)) == key
     if key is None:
         return
     got = PacketDecoder(FragmentReassembler(10**9, 8)).decode(0, 0, 0, 1, data, len(base))
