@@ -34,9 +34,9 @@ _SMALL_INTS = {i: bytes((_INT8, i & 0xFF)) for i in range(-0x80, 0x80)}  # int8:
 _SHORT_STRING_HEADS = [bytes((n << 2 | 1,)) for n in range(_MAX_SHORT_STRING + 1)]
 _SMALL = 0x100  # below it, counts, field ids and offsets take one byte each
 _MAX_COMPILED_FIELDS = 200  # objects with more fields are walked (one compiled function per shape)
-# A family that outgrows either bound (keys made of data, say) is dropped, and the next body starts
-# a new one: metadata stays about the size of one message's keys, and memory stays bounded.
-_MAX_FAMILY_KEYS, _MAX_FAMILY_SHAPES = 2048, 256
+# A family with more keys (keys made of data, say) is dropped, and the next body starts a new one:
+# metadata stays about the size of one message's keys.
+_MAX_FAMILY_KEYS = 2048
 
 
 def _size_of(n: int) -> int:
@@ -284,15 +284,17 @@ def _pack(values: list[int], size: int) -> bytes:
 class VariantEncoder:
     """Encodes one value at a time; ``encode`` returns (value, metadata) as Spark expects them.
 
-    Keeps a key dictionary per family of top-level keys, at most ``max_families`` of them (the
-    oldest is forgotten past that): a value's metadata holds the keys of its family seen so far,
-    which for the bodies of one message version is about the keys of that version's schema."""
+    Keeps a key dictionary per family of top-level keys: a value's metadata holds the keys of its
+    family seen so far, which for the bodies of one message version is about the keys of that
+    version's schema. Memory is bounded by the shapes learned (each holds a compiled function):
+    past ``max_shapes`` of them in all, every family is forgotten and learned again."""
 
-    __slots__ = ("families", "max_families")
+    __slots__ = ("families", "max_shapes", "shapes_learned")
 
-    def __init__(self, max_families: int = 1024):
+    def __init__(self, max_shapes: int = 4096):
         self.families: dict[tuple, Keys] = {}
-        self.max_families = max_families
+        self.max_shapes = max_shapes
+        self.shapes_learned = 0
 
     def encode(self, value) -> tuple[bytes, bytes]:
         family = tuple(value) if type(value) is dict else None
@@ -300,14 +302,19 @@ class VariantEncoder:
         if keys is None:
             keys = Keys()
             if family is not None:
-                if len(self.families) >= self.max_families:
-                    del self.families[next(iter(self.families))]
                 self.families[family] = keys
+        known = len(keys.shapes)
         data = _value(value, keys)
         if keys.metadata_keys != len(keys):
             keys.metadata, keys.metadata_keys = _metadata(keys), len(keys)
-        if family is not None and (len(keys.shapes) > _MAX_FAMILY_SHAPES or len(keys) > _MAX_FAMILY_KEYS):
-            self.families.pop(family, None)
+        if len(keys.shapes) != known:
+            self.shapes_learned += len(keys.shapes) - known
+            if self.shapes_learned > self.max_shapes:
+                self.families.clear()
+                self.shapes_learned = 0
+            elif family is not None and len(keys) > _MAX_FAMILY_KEYS:
+                self.shapes_learned -= len(keys.shapes)
+                self.families.pop(family, None)
         return data, keys.metadata
 
 

@@ -66,11 +66,19 @@ def test_a_shared_encoder_reads_back_the_same_whatever_types_a_known_shape_holds
         assert VariantUtils.to_python(encoded, metadata) == _expected(body)
 
 
-def test_a_family_that_outgrows_its_bounds_starts_again():
-    encoder = VariantEncoder()
+def test_the_shapes_an_encoder_keeps_are_bounded():
+    encoder = VariantEncoder(max_shapes=64)
     for i in range(300):  # objects whose keys are data: a new shape each time
         body = {"topics": {f"t{i}": 1, f"u{i}": [i]}}
         encoded, metadata = encoder.encode(body)
         assert VariantUtils.to_python(encoded, metadata) == body
-        assert len(metadata) < 20_000
-    assert sum(len(keys.shapes) for keys in encoder.families.values()) <= 257
+    assert sum(len(keys.shapes) for keys in encoder.families.values()) <= 65
+
+
+def test_a_family_whose_keys_are_data_starts_again_and_its_metadata_stays_small():
+    encoder = VariantEncoder()
+    for i in range(200):
+        body = {"topics": {f"topic-{i}-{j}": j for j in range(50)}}
+        encoded, metadata = encoder.encode(body)
+        assert VariantUtils.to_python(encoded, metadata) == body
+        assert len(metadata) < 40_000  # 2048 keys of ~13 bytes, not the 10,000 seen
