@@ -2,8 +2,8 @@
 
 Several readers share one large capture by TCP connection. So that each reads only its own
 packets (about the work of one reader in all, not one per reader), this pass reads each
-record's header and the first bytes of its packet (a pcap file is read ahead a megabyte at a
-time, a pcapng file with a ``pread`` per block; payloads are never looked at), finds the
+record's header and the first bytes of its packet (the file is read ahead a megabyte at a time;
+payloads are never looked at), finds the
 packet's TCP endpoints with the same ``PacketDecoder`` the readers use, and hands each record to
 the reader ``part_of`` names for those endpoints. Records that cannot be placed go to every
 reader: the file header and pcapng section headers and interface descriptions (each reader needs
@@ -32,7 +32,7 @@ from .source import detect_format
 # Bytes of each packet read: link, IP and TCP headers of nearly every packet (a packet whose
 # headers go on is read whole).
 HEAD = 192
-CHUNK = 1 << 20  # pcap records are read ahead this much at a time (past HEAD, payloads are skipped over)
+CHUNK = 1 << 20  # the file is read ahead this much at a time
 EVERY = -1  # a record every reader takes
 # Ethernet type, IPv4 version and header length, total length, flags and offset, protocol
 _ETHERNET_IPV4 = struct.Struct("!12xHBxH2xHxB").unpack_from
@@ -209,19 +209,26 @@ class _PcapngIndex:
     def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
         """The file's records (none comes placed: ``known`` is for the pcap reader's shortcut)."""
         offset, index, size, fd, section = 0, 0, self.size, self.fd, self.section
+        buf, base, mv = b"", 0, memoryview(b"")  # a window of the file read ahead, as for pcap
         while offset + 12 <= size:
-            buf = os.pread(fd, 28 + HEAD, offset)
-            btype, total, issue = section.head(buf, 0, index, offset)
+            pos = offset - base
+            if len(buf) - pos < 28 + HEAD and base + len(buf) < size:
+                buf, base, pos = os.pread(fd, CHUNK, offset), offset, 0
+                mv = memoryview(buf)
+            if len(buf) - pos < 12:
+                break
+            btype, total, issue = section.head(buf, pos, index, offset)
             if issue is not None or offset + total > size:
                 break
             structural = btype in (SHB, IDB)
-            if total > len(buf) and structural:
-                buf = os.pread(fd, total, offset)
-            items, taken = section.block(btype, buf, memoryview(buf), 0, total, index, offset)
+            if pos + total > len(buf) and structural:  # read whole: later blocks depend on it
+                buf, base, pos = os.pread(fd, max(total, CHUNK), offset), offset, 0
+                mv = memoryview(buf)
+            items, taken = section.block(btype, buf, mv, pos, total, index, offset)
             if structural:
                 yield offset, total, index, taken, None, False
             elif btype in (EPB, SPB, PB):
-                yield offset, total, index, taken, items, total > len(buf)
+                yield offset, total, index, taken, items, pos + total > len(buf)
             offset, index = offset + total, index + taken
         if offset < size:
             yield offset, size - offset, index, 0, None, False

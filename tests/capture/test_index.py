@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_protocol_source.capture import CaptureIssue, TcpSegment, read_packets
+from kafka_protocol_source.capture import CaptureIssue, TcpSegment, index, read_packets
 from kafka_protocol_source.capture.decode import PacketDecoder
 from kafka_protocol_source.capture.fragments import FragmentReassembler
 from kafka_protocol_source.capture.index import HEAD, index_records, plain_tcp_key
@@ -55,9 +55,20 @@ def assert_split_reads_equal_whole(path: Path, count: int) -> list:
     return runs
 
 
+# The pass reads the file in windows: small ones put records and blocks across their edges.
+WINDOWS = (None, 300, 1000)
+
+
+@pytest.fixture(params=WINDOWS, ids=lambda w: f"window={w or 'default'}")
+def window(request, monkeypatch):
+    if request.param is not None:
+        monkeypatch.setattr(index, "CHUNK", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("count", COUNTS)
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
-def test_split_reads_of_the_samples_equal_the_whole_read(path, count):
+def test_split_reads_of_the_samples_equal_the_whole_read(path, count, window):
     runs = assert_split_reads_equal_whole(path, count)
     size = path.stat().st_size
     if path.suffix == ".pcap":  # only the 24-byte file header is read by every reader
@@ -108,7 +119,7 @@ def _interleave(a, b):
 
 
 @pytest.mark.parametrize("count", COUNTS)
-def test_awkward_packets_in_a_pcap(tmp_path, count):
+def test_awkward_packets_in_a_pcap(tmp_path, count, window):
     frames = _interleave(_connections(40), _awkward_frames())
     packets = [(10**18 + i * 1000, f) for i, f in enumerate(frames)]
     cut = pb.ether(pb.ipv4("10.0.0.1", "10.9.0.1", pb.tcp(40000, 9092, 5000, payload=b"c" * 100)))
@@ -119,7 +130,7 @@ def test_awkward_packets_in_a_pcap(tmp_path, count):
 
 
 @pytest.mark.parametrize("count", COUNTS)
-def test_pcapng_with_interfaces_sections_and_a_corrupt_block(tmp_path, count):
+def test_pcapng_with_interfaces_sections_and_a_corrupt_block(tmp_path, count, window):
     frames = _interleave(_connections(30), _awkward_frames())
     sll_frames = [
         pb.sll(pb.ipv4(f"10.5.0.{i}", "10.9.0.1", pb.tcp(41000 + i, 9092, 0, payload=b"s"))) for i in range(9)
