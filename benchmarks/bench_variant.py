@@ -57,7 +57,7 @@ def main() -> None:
     for body, text in zip(found, texts, strict=True):
         ours = VariantUtils.to_python(*encoder.encode(body))
         theirs = VariantUtils.to_python(*VariantUtils.parse_json(text))
-        assert as_json(ours) == theirs or json.loads(json.dumps(as_json(ours))) == theirs
+        assert json.loads(json.dumps(as_json(ours))) == theirs
 
     def run_ours():
         for body in found:

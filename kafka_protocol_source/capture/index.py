@@ -171,11 +171,12 @@ class _PcapIndex:
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, fd, linktype = self._record.unpack_from, self.fd, self.linktype
-        buf, base = b"", offset  # a window of the file read ahead: one read per CHUNK bytes, not per record
+        buf, base, mv = b"", offset, memoryview(b"")  # a window of the file read ahead, one read per CHUNK
         while offset + 16 <= size:
             pos = offset - base
             if len(buf) - pos < 16 + HEAD and base + len(buf) < size:
                 buf, base, pos = os.pread(fd, CHUNK, offset), offset, 0
+                mv = memoryview(buf)
             if len(buf) - pos < 16:
                 break
             _, _, caplen, orig_len = unpack(buf, pos)
@@ -188,7 +189,7 @@ class _PcapIndex:
             if reader is not None:  # a plain packet of a connection already placed
                 yield offset, 16 + caplen, index, 1, reader, False
             else:
-                frame = (index, offset, 0, linktype, memoryview(buf)[pos + 16 : pos + 16 + head], orig_len)
+                frame = (index, offset, 0, linktype, mv[pos + 16 : pos + 16 + head], orig_len)
                 yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
             offset, index = end, index + 1
         if offset < size:

@@ -74,7 +74,7 @@ def _float(v: float) -> bytes:
     return bytes((_DOUBLE,)) + _F64.pack(v)
 
 
-class Keys(dict):
+class _Keys(dict):
     """A family's key dictionary (key -> field id, in the order first seen), with what is known
     of its object shapes and its metadata bytes as of the last time they were built."""
 
@@ -92,7 +92,7 @@ class _Shape:
 
     __slots__ = ("encode", "head", "ids", "names")
 
-    def __init__(self, obj: dict, keys: Keys):
+    def __init__(self, obj: dict, keys: _Keys):
         names = sorted(obj)
         for k in names:
             if k not in keys:
@@ -101,7 +101,7 @@ class _Shape:
         self.ids = [keys[k] for k in names]
         small = len(names) < _SMALL and max(self.ids, default=0) < _SMALL
         self.head = bytes((2, len(names), *self.ids)) if small else None
-        self.encode: Callable[[dict, Keys], bytes] = _compile(self, [type(obj[k]) for k in names])
+        self.encode: Callable[[dict, _Keys], bytes] = _compile(self, [type(obj[k]) for k in names])
 
 
 class _AnyKeys:
@@ -110,11 +110,11 @@ class _AnyKeys:
     __slots__ = ()
 
     @staticmethod
-    def encode(obj: dict, keys: Keys) -> bytes:
+    def encode(obj: dict, keys: _Keys) -> bytes:
         return _object_of_any_keys(obj, keys)
 
 
-def _value(v, keys: Keys) -> bytes:
+def _value(v, keys: _Keys) -> bytes:
     t = type(v)
     if t is dict:
         return _object(v, keys)
@@ -137,7 +137,7 @@ def _value(v, keys: Keys) -> bytes:
     return _str(str(v))
 
 
-def _array(items, keys: Keys) -> bytes:
+def _array(items, keys: _Keys) -> bytes:
     parts = []
     offsets = [0]
     total = 0
@@ -160,7 +160,7 @@ def _array(items, keys: Keys) -> bytes:
     return _container(parts, offsets, 3, None)
 
 
-def _object(obj: dict, keys: Keys) -> bytes:
+def _object(obj: dict, keys: _Keys) -> bytes:
     shape_key = tuple(obj)
     shape = keys.shapes.get(shape_key)
     if shape is None:
@@ -168,7 +168,7 @@ def _object(obj: dict, keys: Keys) -> bytes:
     return shape.encode(obj, keys)
 
 
-def _learn(obj: dict, keys: Keys) -> _Shape | _AnyKeys:
+def _learn(obj: dict, keys: _Keys) -> _Shape | _AnyKeys:
     """The shape of objects with the keys of ``obj``, its encoder compiled for the types of the
     values ``obj`` has (keys that are not all strings, or too many of them, are walked)."""
     if len(obj) > _MAX_COMPILED_FIELDS or any(type(k) is not str for k in obj):
@@ -222,8 +222,8 @@ _getter: Callable[..., Callable] = itemgetter  # typed here: mypy 2.4 cannot inf
 
 _ENCODE_AS = {  # per type a field had when its shape was first seen, how value number {i} is encoded
     int: "(small_ints(v{i}) or int_(v{i})) if type(v{i}) is int else value(v{i}, keys)",
-    str: "heads[len(v{i})] + v{i}.encode('ascii') if type(v{i}) is str and len(v{i}) <= 63 and v{i}.isascii()"
-    " else value(v{i}, keys)",
+    str: "heads[len(v{i})] + v{i}.encode('ascii')"
+    f" if type(v{{i}}) is str and len(v{{i}}) <= {_MAX_SHORT_STRING} and v{{i}}.isascii() else value(v{{i}}, keys)",
     dict: "obj_(v{i}, keys) if type(v{i}) is dict else value(v{i}, keys)",
     list: "array(v{i}, keys) if type(v{i}) is list else value(v{i}, keys)",
     type(None): "null if v{i} is None else value(v{i}, keys)",
@@ -231,7 +231,7 @@ _ENCODE_AS = {  # per type a field had when its shape was first seen, how value 
 }
 
 
-def _object_of_any_keys(obj: dict, keys: Keys) -> bytes:
+def _object_of_any_keys(obj: dict, keys: _Keys) -> bytes:
     entries = []
     for key, value in obj.items():
         key = str(key)
@@ -259,7 +259,7 @@ def _container(parts, offsets: list[int], basic_type: int, ids: list[int] | None
     return b"".join((bytes((head,)), count, id_bytes, _pack(offsets, offset_size), *parts))
 
 
-def _metadata(keys: Keys) -> bytes:
+def _metadata(keys: _Keys) -> bytes:
     names = [k.encode("utf-8", "surrogatepass") for k in keys]
     total = sum(map(len, names))
     offsets = list(accumulate(map(len, names), initial=0))
@@ -292,7 +292,7 @@ class VariantEncoder:
     __slots__ = ("families", "max_shapes", "shapes_learned")
 
     def __init__(self, max_shapes: int = 4096):
-        self.families: dict[tuple, Keys] = {}
+        self.families: dict[tuple, _Keys] = {}
         self.max_shapes = max_shapes
         self.shapes_learned = 0
 
@@ -300,7 +300,7 @@ class VariantEncoder:
         family = tuple(value) if type(value) is dict else None
         keys = self.families.get(family) if family is not None else None
         if keys is None:
-            keys = Keys()
+            keys = _Keys()
             if family is not None:
                 self.families[family] = keys
         known = len(keys.shapes)
