@@ -11,7 +11,8 @@ Pairing needs the request header only: a request whose body the definitions in u
 (an api key or version they lack, a body that does not match) still pairs with its response,
 with both raw bodies kept. A response can be handed over before its request when the client
 side was still resynchronising (a capture joined mid-stream): it waits, bounded, for a request
-with its correlation id, and is a ``request_missing`` row only when none comes.
+with its correlation id, and is a ``request_missing`` row only when none comes. The row of each
+exchange (times, sizes, spans, notes) is built by ``exchange_build``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
+from .exchange_build import api_name, build_exchange, notes
 from .model import (
     GAP,
     MALFORMED,
@@ -33,9 +35,7 @@ from .model import (
     UNKNOWN_API,
     Exchange,
     Frame,
-    new_exchange,
 )
-from .quirks import explain
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
 from .splitter import Partial, Skipped
 
@@ -147,7 +147,7 @@ class Pairer:
             self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
             return
         if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
-            self._emit(NO_RESPONSE, frame, decoded, note=_notes("Produce with acks=0: no response is sent", decoded))
+            self._emit(NO_RESPONSE, frame, decoded, note=notes("Produce with acks=0: no response is sent", decoded))
             return
         self._wait(Pending(frame, header, decoded))
 
@@ -317,119 +317,14 @@ class Pairer:
             note="SASL token after SaslHandshake v0 (not a Kafka frame)",
         )
 
-    def _emit(
-        self,
-        status: str,
-        frame,
-        decoded: dict | None,
-        *,
-        response_frame=None,
-        response: dict | None = None,
-        error: str | None = None,
-        note: str | None = None,
-        raw_request=None,
-        raw_response=None,
-        header: RequestHeader | None = None,
-        correlation_id=None,
-        request_size=None,
-        response_size=None,
-        request_span=None,
-        response_span=None,
-    ) -> None:
-        ctx = self.ctx
-        connection_id, client, broker = self.ids
-        api_key: int | None
-        api_version: int | None
-        client_id: str | None
-        if header is not None:
-            api_key, api_version, corr, client_id = (
-                header.api_key,
-                header.api_version,
-                header.correlation_id,
-                header.client_id,
-            )
-        elif decoded is not None:
-            api_key, api_version, corr, client_id = (
-                decoded["api_key"],
-                decoded["api_version"],
-                decoded["correlation_id"],
-                decoded.get("client_id"),
-            )
-        else:
-            api_key = api_version = client_id = None
-            corr = correlation_id
-        start_ns = getattr(frame, "first_ns", None)
-        if self.filtering and not ctx.wanted(api_key, start_ns):
-            return
-        end_ns = (
-            getattr(response_frame, "last_ns", None)
-            if isinstance(response_frame, Frame)
-            else getattr(response_frame, "first_ns", None)
-        )
-        complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
-        # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
-        latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
-        if (
-            _remarkable(decoded)
-            or _remarkable(response)
-            or (note is not None and (decoded is not None or response is not None))
-        ):
-            note = _notes(
-                note,
-                decoded,
-                response,
-                {"note": explain(api_key, api_version, "request", decoded)},
-                {"note": explain(api_key, api_version, "response", response)},
-            )
-        request_packet = getattr(frame, "first_packet", None)
-        response_packet = getattr(response_frame, "first_packet", None)
-        capture_file, request_packet = ctx.locate(request_packet)
-        response_file, response_packet = ctx.locate(response_packet)
-        if frame is None:
-            capture_file = response_file  # the file where the exchange started
-        self.out.append(
-            new_exchange(
-                capture_file=capture_file,
-                connection_id=connection_id,
-                client_address=client,
-                broker_address=broker,
-                request_time=ctx.time(start_ns),
-                response_time=ctx.time(end_ns),
-                latency_ms=latency,
-                api_key=api_key,
-                api_name=_api_name(ctx, api_key),
-                api_version=api_version,
-                correlation_id=corr,
-                client_id=client_id,
-                request_size=request_size if request_size is not None else _frame_size(frame),
-                response_size=response_size if response_size is not None else _frame_size(response_frame),
-                request=decoded["body"] if decoded else None,
-                response=response["body"] if response else None,
-                status=status,
-                error=error,
-                note=note,
-                raw_request=raw_request,
-                raw_response=raw_response,
-                request_packet=request_packet,
-                response_packet=response_packet,
-                completed_at=ctx.position,
-                stream_offset=getattr(frame, "offset", None)
-                if frame is not None
-                else getattr(response_frame, "offset", None),
-                request_span=request_span or _span(frame),
-                response_span=response_span or _span(response_frame),
-            )
-        )
-
-
-def _api_name(ctx, api_key: int | None) -> str | None:
-    if api_key is None:
-        return None
-    return ctx.decoder.api_name(api_key) or (ctx.bundled_names or {}).get(api_key)
+    def _emit(self, status: str, frame, decoded: dict | None, **kw) -> None:
+        exchange = build_exchange(self.ctx, self.ids, self.filtering, status, frame, decoded, **kw)
+        if exchange is not None:
+            self.out.append(exchange)
 
 
 def _unknown(ctx, header: RequestHeader) -> str:
-    name = _api_name(ctx, header.api_key)
+    name = api_name(ctx, header.api_key)
     if ctx.decoder.api_name(header.api_key) is None:
         what = f"{name} (api key {header.api_key})" if name else f"api key {header.api_key}"
     else:
@@ -444,39 +339,8 @@ def _before(response: Frame, request) -> bool:
     return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
 
 
-def _remarkable(decoded: dict | None) -> bool:
-    """Whether a decoded frame has anything for the row's note (a note of its own, or a known quirk)."""
-    return decoded is not None and ("note" in decoded or "trailing_bytes" in decoded or "deviations" in decoded)
-
-
-def _notes(note: str | None, *decoded: dict | None) -> str | None:
-    """Join an exchange's note with what decoding had to say (fallbacks, ignored trailing bytes)."""
-    notes = [note] if note else []
-    for d in decoded:
-        if d is not None and d.get("note"):
-            notes.append(d["note"])
-    return "; ".join(dict.fromkeys(notes)) or None
-
-
 def _leftover(side: str, decoded: dict) -> str:
     """What a peer did that the spec does not allow and clients accept: said, with the body kept."""
     said = [f"{decoded['trailing_bytes']} bytes left after the {side} body"] if decoded.get("trailing_bytes") else []
     said += [f"{side} {d}" for d in decoded.get("deviations", ())]
     return f"{'; '.join(said)}: the frame does not match the spec (the body as decoded is kept)"
-
-
-def _frame_size(frame) -> int | None:
-    if frame is None:
-        return None
-    if isinstance(frame, Partial):
-        return (frame.claimed_size + 4) if frame.claimed_size is not None else len(frame.payload)
-    return len(frame.payload) + 4
-
-
-def _span(frame) -> tuple[int, int] | None:
-    """The stream bytes a frame (or the part of one that was captured) covers."""
-    if frame is None:
-        return None
-    if isinstance(frame, Partial):
-        return frame.offset, len(frame.payload) + (4 if frame.claimed_size is not None else 0)
-    return frame.offset, len(frame.payload) + 4
