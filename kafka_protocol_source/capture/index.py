@@ -150,6 +150,26 @@ def plain_tcp_key(linktype: int, data, start: int = 0, size: int | None = None) 
     return bytes(data[start + 26 : start + 38])
 
 
+class _Window:
+    """The file read ahead, ``CHUNK`` bytes (or a longer block) at a time: one read per window,
+    not per record."""
+
+    __slots__ = ("base", "buf", "fd", "mv", "size")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self.buf, self.mv, self.base = b"", memoryview(b""), 0
+
+    def at(self, offset: int, need: int) -> int:
+        """Where file ``offset`` is in ``buf``, with ``need`` bytes from there in it (read ahead
+        first if they are not, as far as the file goes)."""
+        pos = offset - self.base
+        if len(self.buf) - pos < need and self.base + len(self.buf) < self.size:
+            self.buf = os.pread(self.fd, max(need, CHUNK), offset)
+            self.mv, self.base, pos = memoryview(self.buf), offset, 0
+        return pos
+
+
 class _PcapIndex:
     _record = struct.Struct("<IIII")
 
@@ -170,13 +190,11 @@ class _PcapIndex:
         self.linktype = struct.unpack_from(endian + "I", head, 20)[0] & 0xFFFF
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
-        unpack, fd, linktype = self._record.unpack_from, self.fd, self.linktype
-        buf, base, mv = b"", offset, memoryview(b"")  # a window of the file read ahead, one read per CHUNK
+        unpack, linktype = self._record.unpack_from, self.linktype
+        window = _Window(self.fd, size)
         while offset + 16 <= size:
-            pos = offset - base
-            if len(buf) - pos < 16 + HEAD and base + len(buf) < size:
-                buf, base, pos = os.pread(fd, CHUNK, offset), offset, 0
-                mv = memoryview(buf)
+            pos = window.at(offset, 16 + HEAD)
+            buf, mv = window.buf, window.mv
             if len(buf) - pos < 16:
                 break
             _, _, caplen, orig_len = unpack(buf, pos)
@@ -209,13 +227,11 @@ class _PcapngIndex:
 
     def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
         """The file's records (none comes placed: ``known`` is for the pcap reader's shortcut)."""
-        offset, index, size, fd, section = 0, 0, self.size, self.fd, self.section
-        buf, base, mv = b"", 0, memoryview(b"")  # a window of the file read ahead, as for pcap
+        offset, index, size, section = 0, 0, self.size, self.section
+        window = _Window(self.fd, size)
         while offset + 12 <= size:
-            pos = offset - base
-            if len(buf) - pos < 28 + HEAD and base + len(buf) < size:
-                buf, base, pos = os.pread(fd, CHUNK, offset), offset, 0
-                mv = memoryview(buf)
+            pos = window.at(offset, 28 + HEAD)
+            buf = window.buf
             if len(buf) - pos < 12:
                 break
             btype, total, issue = section.head(buf, pos, index, offset)
@@ -223,8 +239,9 @@ class _PcapngIndex:
                 break
             structural = btype in (SHB, IDB)
             if pos + total > len(buf) and structural:  # read whole: later blocks depend on it
-                buf, base, pos = os.pread(fd, max(total, CHUNK), offset), offset, 0
-                mv = memoryview(buf)
+                pos = window.at(offset, total)
+                buf = window.buf
+            mv = window.mv
             items, taken = section.block(btype, buf, mv, pos, total, index, offset)
             if structural:
                 yield offset, total, index, taken, None, False
