@@ -3,8 +3,10 @@
 Columns are built straight from the decoded values with ``pa.array(values, type=...)`` (no
 tuples, no per-row Spark conversion): typed bodies are dicts that pyarrow maps onto the struct
 type by field name (keys the schema lacks are ignored, fields a dict lacks are null). VARIANT
-columns are encoded by ``variant.py``. The Arrow schema is Spark's own mapping of the Spark
-schema, which the Python data source checks each batch against.
+columns are encoded by ``variant.py``, with the encoder the process shares: a Python worker runs
+task after task, and each would otherwise learn and compile again the shapes the last one had.
+The Arrow schema is Spark's own mapping of the Spark schema, which the Python data source checks
+each batch against.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, StringType, StructType, VariantType
 
-from ..views.variant import VariantEncoder
+from ..views.variant import VariantEncoder, process_encoder
 
 
 class BatchBuilder:
     """Builds RecordBatches of one Spark schema from rows given as dicts keyed by column."""
 
-    def __init__(self, schema: StructType):
+    def __init__(self, schema: StructType, variants: VariantEncoder | None = None):
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
-        self.variants = VariantEncoder()
+        self.variants = variants or process_encoder()
         self._needs: dict[int, bool] = {}  # id of a Spark type -> whether its values need fixing
 
     def build(self, rows: list[dict]) -> pa.RecordBatch:

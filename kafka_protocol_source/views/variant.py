@@ -13,19 +13,22 @@ are worked out once per object shape, and the metadata bytes once per family. Ea
 then encoded by a function compiled for its shape: straight-line code that encodes each value
 by the expression for the type the field had when the shape was first seen, behind a check of
 that type. A value of another type, arrays, and objects with keys that are not all strings take
-the generic walk, which encodes a value the same way wherever it is.
+the generic walk, which encodes a value the same way wherever it is. ``process_encoder`` is the
+one encoder a process shares, so that a Spark worker's tasks do not each learn the shapes again.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from functools import lru_cache
 from itertools import accumulate
 from operator import itemgetter
 
 _NULL, _TRUE, _FALSE = b"\x00", bytes([1 << 2]), bytes([2 << 2])
 _INT8, _INT16, _INT32, _INT64, _DOUBLE = 3 << 2, 4 << 2, 5 << 2, 6 << 2, 7 << 2
 _BINARY, _LONG_STRING = 15 << 2, 16 << 2
+_EMPTY_ARRAY = bytes((3, 0, 0))  # small header, count 0, the one offset 0
 _F64 = struct.Struct("<d")
 _I16, _I32, _I64 = struct.Struct("<Bh"), struct.Struct("<Bi"), struct.Struct("<Bq")
 _BIN_HEAD, _LONG_STRING_HEAD = struct.Struct("<BI"), struct.Struct("<BI")
@@ -138,6 +141,8 @@ def _value(v, keys: _Keys) -> bytes:
 
 
 def _array(items, keys: _Keys) -> bytes:
+    if not items:
+        return _EMPTY_ARRAY
     parts = []
     offsets = [0]
     total = 0
@@ -316,6 +321,13 @@ class VariantEncoder:
                 self.shapes_learned -= len(keys.shapes)
                 self.families.pop(family, None)
         return data, keys.metadata
+
+
+@lru_cache(maxsize=1)
+def process_encoder() -> VariantEncoder:
+    """The encoder a process shares between its readers, one after another: what one learned
+    (shapes compiled, key dictionaries) serves the next. Bounded as every ``VariantEncoder`` is."""
+    return VariantEncoder()
 
 
 def to_variant(value) -> tuple[bytes, bytes]:

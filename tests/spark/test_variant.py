@@ -82,3 +82,35 @@ def test_a_family_whose_keys_are_data_starts_again_and_its_metadata_stays_small(
         encoded, metadata = encoder.encode(body)
         assert VariantUtils.to_python(encoded, metadata) == body
         assert len(metadata) < 40_000  # 2048 keys of ~13 bytes, not the 10,000 seen
+
+
+def test_readers_of_one_process_share_what_the_encoder_learned():
+    """A Python worker runs task after task; the second read of a capture compiles no shape."""
+    from kafka_protocol_source.spark.options import ReadOptions
+    from kafka_protocol_source.spark.partition_reader import CapturePartition, PartitionReader
+    from kafka_protocol_source.spark.source import default_schema
+    from kafka_protocol_source.views.variant import process_encoder
+
+    from .expected import TANSU_CONFLUENT
+
+    options = ReadOptions.parse({"path": str(TANSU_CONFLUENT)})
+    schema = default_schema(options)
+
+    def read() -> list:
+        batches = PartitionReader(options, schema).read(CapturePartition(str(TANSU_CONFLUENT)))
+        return [row for batch in batches for row in batch.to_pylist()]
+
+    first = read()
+    learned = process_encoder().shapes_learned
+    assert learned > 0
+    second = read()
+    assert process_encoder().shapes_learned == learned
+    assert [_read_back(r) for r in second] == [_read_back(r) for r in first]
+
+
+def _read_back(row: dict) -> dict:
+    """The row with its VARIANT bodies as values (their bytes depend on what was learned before)."""
+    return {
+        k: VariantUtils.to_python(v["value"], v["metadata"]) if k in ("request", "response") and v else v
+        for k, v in row.items()
+    }
