@@ -179,8 +179,9 @@ class _PcapIndex:
         self.linktype = 0
 
     def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
-        """The file's records; a plain packet whose endpoints are in ``known`` comes placed: the
-        reader ``known`` gives instead of its frames."""
+        """The file's records; plain packets whose endpoints are in ``known`` come placed: the
+        reader ``known`` gives instead of their frames, one record per run of consecutive
+        packets with one reader (most packets of a capture: this loop is the index pass)."""
         head = os.pread(self.fd, 24, 0)
         if len(head) < 24:
             yield 0, self.size, 0, 0, None, False
@@ -190,26 +191,35 @@ class _PcapIndex:
         self.linktype = struct.unpack_from(endian + "I", head, 20)[0] & 0xFFFF
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
-        unpack, linktype = self._record.unpack_from, self.linktype
+        unpack, linktype, get = self._record.unpack_from, self.linktype, known.get
         window = _Window(self.fd, size)
+        buf, mv, base = window.buf, window.mv, window.base
+        # Placed packets not yet handed over: from file offset run_at, the packets from run_first on.
+        run_reader, run_at, run_first = None, 0, 0
         while offset + 16 <= size:
-            pos = window.at(offset, 16 + HEAD)
-            buf, mv = window.buf, window.mv
-            if len(buf) - pos < 16:
-                break
+            pos = offset - base
+            if len(buf) - pos < 16 + HEAD:
+                pos = window.at(offset, 16 + HEAD)
+                buf, mv, base = window.buf, window.mv, window.base
+                if len(buf) - pos < 16:
+                    break
             _, _, caplen, orig_len = unpack(buf, pos)
             end = offset + 16 + caplen
             head = min(caplen, HEAD)
             if caplen > MAX_RECORD or end > size or len(buf) - pos < 16 + head:
                 break
             key = plain_tcp_key(linktype, buf, pos + 16, head)
-            reader = known.get(key) if key is not None else None
-            if reader is not None:  # a plain packet of a connection already placed
-                yield offset, 16 + caplen, index, 1, reader, False
-            else:
-                frame = (index, offset, 0, linktype, mv[pos + 16 : pos + 16 + head], orig_len)
-                yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
+            reader = get(key) if key is not None else None
+            if reader is None or reader != run_reader:
+                if run_reader is not None:
+                    yield run_at, offset - run_at, run_first, index - run_first, run_reader, False
+                run_reader, run_at, run_first = reader, offset, index
+                if reader is None:
+                    frame = (index, offset, 0, linktype, mv[pos + 16 : pos + 16 + head], orig_len)
+                    yield offset, 16 + caplen, index, 1, (frame,), caplen > HEAD
             offset, index = end, index + 1
+        if run_reader is not None:
+            yield run_at, offset - run_at, run_first, index - run_first, run_reader, False
         if offset < size:
             yield offset, size - offset, index, 0, None, False
 
