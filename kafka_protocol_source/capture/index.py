@@ -34,8 +34,9 @@ from .source import detect_format
 HEAD = 192
 CHUNK = 1 << 20  # the file is read ahead this much at a time
 EVERY = -1  # a record every reader takes
-# Ethernet type, IPv4 version and header length, total length, flags and offset, protocol
-_ETHERNET_IPV4 = struct.Struct("!12xHBxH2xHxB").unpack_from
+# Ethernet type, IPv4 version and header length, total length, flags and offset, protocol, the
+# addresses and ports (IPv4 source and destination, TCP source and destination), TCP data offset
+_ETHERNET_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x12s8xB").unpack_from
 
 Endpoints = tuple[str, int, str, int]
 # (file offset, length, first packet index, packets, frames and issues of its head or None or the
@@ -138,16 +139,16 @@ def plain_tcp_key(linktype: int, data, start: int = 0, size: int | None = None) 
         size = len(data) - start
     if linktype != 1 or size < 54:
         return None
-    ethertype, version_ihl, total, fragment, protocol = _ETHERNET_IPV4(data, start)
+    ethertype, version_ihl, total, fragment, protocol, key, doff = _ETHERNET_IPV4_TCP(data, start)
     if ethertype != 0x0800 or version_ihl != 0x45 or protocol != 6 or fragment & 0x3FFF:
         return None
     if total and total < 40:
         return None
     end = min(14 + total, size) if total else size
-    doff = data[start + 46] >> 4
+    doff >>= 4
     if doff < 5 or 34 + doff * 4 > end:
         return None
-    return bytes(data[start + 26 : start + 38])
+    return key
 
 
 class _Window:
@@ -182,13 +183,13 @@ class _PcapIndex:
         """The file's records; plain packets whose endpoints are in ``known`` come placed: the
         reader ``known`` gives instead of their frames, one record per run of consecutive
         packets with one reader (most packets of a capture: this loop is the index pass)."""
-        head = os.pread(self.fd, 24, 0)
-        if len(head) < 24:
+        file_head = os.pread(self.fd, 24, 0)
+        if len(file_head) < 24:
             yield 0, self.size, 0, 0, None, False
             return
-        endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        endian = "<" if file_head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
         self._record = struct.Struct(endian + "IIII")
-        self.linktype = struct.unpack_from(endian + "I", head, 20)[0] & 0xFFFF
+        self.linktype = struct.unpack_from(endian + "I", file_head, 20)[0] & 0xFFFF
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, linktype, get = self._record.unpack_from, self.linktype, known.get
@@ -205,7 +206,7 @@ class _PcapIndex:
                     break
             _, _, caplen, orig_len = unpack(buf, pos)
             end = offset + 16 + caplen
-            head = min(caplen, HEAD)
+            head = caplen if caplen < HEAD else HEAD
             if caplen > MAX_RECORD or end > size or len(buf) - pos < 16 + head:
                 break
             key = plain_tcp_key(linktype, buf, pos + 16, head)

@@ -205,3 +205,12 @@ def test_the_plain_packet_shortcut_only_takes_packets_the_decoder_reads_the_same
     assert type(got) is TcpSegment
     assert (got.src_ip, got.dst_ip) == (socket.inet_ntoa(key[:4]), socket.inet_ntoa(key[4:8]))
     assert (got.src_port, got.dst_port) == struct.unpack("!HH", key[8:12])
+
+
+def test_the_shortcut_takes_plain_packets_with_and_without_tcp_options():
+    """Most packets of a capture are these: the index pass places them without the decoder."""
+    for frame, port in ((_BASE_FRAMES[0], 40000), (_BASE_FRAMES[1], 40001)):
+        key = plain_tcp_key(1, memoryview(frame))
+        assert key is not None
+        assert (socket.inet_ntoa(key[:4]), socket.inet_ntoa(key[4:8])) == (f"10.0.0.{port - 39999}", "10.9.0.1")
+        assert struct.unpack("!HH", key[8:12]) == (port, 9092)
