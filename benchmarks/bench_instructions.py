@@ -1,0 +1,117 @@
+"""Count the instructions of the read paths under callgrind: figures that do not move with the host.
+
+On a shared machine CPU seconds of one piece of work vary by tens of percent from run to run;
+instruction counts under ``valgrind --tool=callgrind`` vary by thousandths. So before/after
+figures of a change to a hot path are best also given here. Each measurement runs in its own
+child process under callgrind; the child first imports and warms up (parsers built, one sample
+read both ways), and that "base" count is taken off every other one:
+
+* ``read_capture``: every exchange of the capture (the peer of goal 3's local[1] ratio);
+* ``partition_reader``: the exchanges view's Arrow batches, as a Spark task builds them;
+* ``index_pass``: ``index_records`` into 8 readers (what the driver does before a split read).
+
+Printed: instructions of each, and read_capture over partition_reader (goal 3's ratio, counted
+instead of timed). Needs valgrind (``apt-get install valgrind``); about a minute per
+measurement on the default 3 MB capture, children run side by side, one per core.
+
+    python benchmarks/bench_instructions.py [--capture PATH] [--size-mb 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+WARM_UP = ROOT / "sample_captures" / "tansu_confluent_kafka_all_codecs.pcap"
+MEASURES = ("base", "read_capture", "partition_reader", "index_pass")
+
+
+def child(what: str, path: str) -> None:
+    """Runs under callgrind: the warm-up, then ``what`` over ``path``."""
+    from kafka_protocol_source.capture.index import index_records
+    from kafka_protocol_source.pipeline import read_capture
+    from kafka_protocol_source.spark.options import ReadOptions
+    from kafka_protocol_source.spark.partition_reader import CapturePartition, PartitionReader, slice_of
+    from kafka_protocol_source.spark.source import default_schema
+
+    options = ReadOptions.parse({"path": path})
+    schema = default_schema(options)
+
+    def batches(capture: str) -> int:
+        return sum(b.num_rows for b in PartitionReader(options, schema).read(CapturePartition(capture)))
+
+    sum(1 for _ in read_capture(str(WARM_UP)))
+    batches(str(WARM_UP))
+    if what == "read_capture":
+        sum(1 for _ in read_capture(path))
+    elif what == "partition_reader":
+        batches(path)
+    elif what == "index_pass":
+        index_records(path, 8, partial(slice_of, count=8))
+
+
+def count(what: str, path: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={tmp}/out",
+                sys.executable,
+                __file__,
+                "--child",
+                what,
+                "--capture",
+                path,
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run of {what} failed:\n{run.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--capture", type=Path, help="a pcap to count on (default: one built like bench_spark's)")
+    ap.add_argument("--size-mb", type=int, default=3)
+    ap.add_argument("--child", choices=MEASURES, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, str(args.capture))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    path = args.capture
+    if path is None:
+        from benchmarks.bench_spark import build
+
+        path = Path(f"/tmp/kafka_wire_bench_instructions_{args.size_mb}mb.pcap")
+        if not path.exists():
+            build(path, args.size_mb)
+    print(f"capture: {path} ({os.path.getsize(path) / 2**20:.1f} MB); instructions under callgrind, base taken off")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counts = dict(zip(MEASURES, pool.map(partial(count, path=str(path)), MEASURES), strict=True))
+    base = counts.pop("base")
+    for what, total in counts.items():
+        print(f"  {what:18} {(total - base) / 1e9:8.3f} G")
+    rc, pr = counts["read_capture"] - base, counts["partition_reader"] - base
+    print(f"read_capture / partition_reader: {rc / pr:.3f} (goal 3's local[1] ratio, counted; goal >= 0.8)")
+    print(f"index_pass / read_capture: {(counts['index_pass'] - base) / rc:.3f}")
+
+
+if __name__ == "__main__":
+    main()
