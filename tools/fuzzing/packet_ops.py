@@ -36,6 +36,11 @@ def _payload(cap, p) -> tuple[pcapio.TcpSpan | None, bytes]:
     return span, (p.data[span.payload : span.end] if span else b"")
 
 
+def _with_same_length_payload(p: pcapio.Packet, span, edited: bytes) -> pcapio.Packet:
+    """The packet with its TCP payload replaced by bytes of the same length (headers kept as they are)."""
+    return replace(p, data=p.data[: span.payload] + edited + p.data[span.end :])
+
+
 def drop_packets(cap, rng):
     pkts = list(cap.packets)
     if rng.random() < 0.5:
@@ -110,7 +115,7 @@ def payload_flips(cap, rng):
         span, payload = _payload(cap, pkts[i])
         edited, _ = mutate.mutate(payload, rng, rounds=1)
         if len(edited) == len(payload):
-            pkts[i] = replace(pkts[i], data=pkts[i].data[: span.payload] + edited + pkts[i].data[span.end :])
+            pkts[i] = _with_same_length_payload(pkts[i], span, edited)
         else:
             pkts[i] = pcapio.with_payload(_linktype(cap, pkts[i]), pkts[i], edited)
     return cap.with_packets(pkts)
@@ -125,8 +130,7 @@ def absurd_size_prefix(cap, rng):
         if len(payload) < 4:
             continue
         size = rng.choice((0x7FFFFFFF, -1, -0x80000000, 0, 1, 3, 4, 5, 100 * 1024 * 1024 + 1, len(payload) + 1000))
-        edited = struct.pack(">i", size) + payload[4:]
-        pkts[i] = replace(pkts[i], data=pkts[i].data[: span.payload] + edited + pkts[i].data[span.end :])
+        pkts[i] = _with_same_length_payload(pkts[i], span, struct.pack(">i", size) + payload[4:])
     return cap.with_packets(pkts)
 
 
