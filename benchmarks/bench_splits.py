@@ -13,7 +13,13 @@ index pass) and reads every partition in this process, one after the other, as N
 ``--without-index`` also measures the old plan, where each task reads the whole file and keeps
 its own connections (the work grows with N).
 
+``--view records`` (or ``lag``) reads the partitions as the Spark tasks of that view do
+(``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them, so
+the naming read those views need (topic names from other connections) is done once, by the
+first task. Each further worker would do it once more; ``naming read`` gives its CPU seconds.
+
     python benchmarks/bench_splits.py [--size-mb 100] [--splits 1,2,8,32] [--without-index] [--rebuild]
+                                      [--view exchanges|records|lag]
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks and t
 from benchmarks.bench_capture import sample_seeds
 from kafka_protocol_source.capture.index import index_records
 from kafka_protocol_source.pipeline import CaptureOptions, read_with
-from kafka_protocol_source.spark.partition_reader import plan_partitions, slice_scope
+from kafka_protocol_source.spark import naming_pass
+from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_scope
+from kafka_protocol_source.spark.source import default_schema
 from tests.spark.bigcapture import with_client
 
 _RECORD = struct.Struct("<IIII")
@@ -64,17 +73,26 @@ def build(path: Path, size_mb: int) -> None:
             out.write(frame)
 
 
-def read_plan(path: str, count: int, index: bool) -> dict:
+def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> dict:
     split = -(-os.path.getsize(path) // count)
     cpu = time.process_time()
     parts = plan_partitions([path], split, index=index)
     plan_cpu = time.process_time() - cpu
     tasks_cpu, rows, digest = 0.0, 0, hashlib.sha256()
-    keys = []
+    keys: list = []
+    options = ReadOptions.parse({"path": path, "view": view})
+    reader = PartitionReader(options, default_schema(options))
+    naming_pass.forget()  # a worker that has not read this capture yet
     for p in parts:
         cpu = time.process_time()
-        options = CaptureOptions(issues_here=p.index == 0, record_runs=p.runs)
-        for ex in read_with(list(p.paths), options, slice_scope(p.index, p.count, None)):
+        if view != "exchanges":
+            for batch in reader.read(p):
+                keys += map(repr, batch.to_pylist())
+            rows = len(keys)
+            tasks_cpu += time.process_time() - cpu
+            continue
+        task_options = CaptureOptions(issues_here=p.index == 0, record_runs=p.runs)
+        for ex in read_with(list(p.paths), task_options, slice_scope(p.index, p.count, None)):
             rows += 1
             keys.append((ex.connection_id or "", ex.correlation_id or -1, ex.status, ex.request_packet or -1))
         tasks_cpu += time.process_time() - cpu
@@ -93,6 +111,23 @@ def read_plan(path: str, count: int, index: bool) -> dict:
     }
 
 
+def naming_read_cpu(path: str, view: str) -> float:
+    """CPU seconds of the naming read a worker does for a split read of ``view`` (one partition
+    of two reads it, then the naming read again once forgotten)."""
+    options = ReadOptions.parse({"path": path, "view": view})
+    reader = PartitionReader(options, default_schema(options))
+    parts = plan_partitions([path], -(-os.path.getsize(path) // 2), index=True)
+    took = []
+    for _ in range(2):
+        naming_pass.forget()
+        cpu = time.process_time()
+        sum(b.num_rows for b in reader.read(parts[0]))
+        took.append(time.process_time() - cpu)
+    cpu = time.process_time()
+    sum(b.num_rows for b in reader.read(parts[0]))  # the naming read kept: the partition alone
+    return min(took) - (time.process_time() - cpu)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=100)
@@ -100,14 +135,20 @@ def main() -> None:
     ap.add_argument("--path", type=Path, default=Path("/tmp/kafka_wire_bench_splits.pcap"))
     ap.add_argument("--without-index", action="store_true", help="also measure tasks that each read the whole file")
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--view", choices=("exchanges", "records", "lag"), default="exchanges")
     args = ap.parse_args()
     if args.rebuild or not args.path.exists():
         build(args.path, args.size_mb)
     path = str(args.path)
     size = os.path.getsize(path)
-    one = read_plan(path, 1, index=True)
+    one = read_plan(path, 1, index=True, view=args.view)
     packets = sum(index_records(path, 1, lambda _: 0)[0].flat[3::4])  # type: ignore[index]
-    print(f"capture: {path} ({size / 2**20:.1f} MB, {one['rows']} exchanges)")
+    print(f"capture: {path} ({size / 2**20:.1f} MB, {one['rows']} rows of the {args.view} view)")
+    if args.view != "exchanges":
+        print(
+            f"naming read (once per worker, not in the bytes and records below: it reads the file once more):"
+            f" {naming_read_cpu(path, args.view):.2f} CPU s"
+        )
     header = (
         f"{'plan':18} {'parts':>5} {'index cpu s':>11} {'tasks cpu s':>11} {'cpu vs N=1':>10} {'bytes vs file':>13}"
     )
@@ -116,7 +157,7 @@ def main() -> None:
     if args.without_index:
         plans += [(n, False) for n in map(int, args.splits.split(",")) if n > 1]
     for n, index in plans:
-        got = one if (n, index) == (1, True) else read_plan(path, n, index)
+        got = one if (n, index) == (1, True) else read_plan(path, n, index, args.view)
         total = got["plan_cpu"] + got["tasks_cpu"]
         base = one["plan_cpu"] + one["tasks_cpu"]
         records = f"{got['records'] / packets:.3f}x" if got["records"] is not None else f"{got['partitions']:.3f}x"

@@ -24,7 +24,9 @@ from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
 from ..views.exchanges import exchange_row
 from ..views.records import TopicNames, record_rows
+from ..views.topic_names import learning_as_read
 from .arrow import BatchBuilder
+from .naming_pass import naming_changes
 from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
@@ -175,28 +177,36 @@ class PartitionReader:
             max_decompressed_bytes=o.max_decompressed_bytes,
             record_runs=partition.runs,
         )
-        scope = slice_scope(partition.index, partition.count, shared)
+        keeps = self._mode_keeps if derived else self._keeps_exchange
+        names = TopicNames()
+        own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
+        scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
+        if own_only:  # others' names come from one naming read (else this slice decodes them itself)
+            changes = naming_changes(paths, options, keeps, (o.view, o.mode, o.api_key, o.api_version))
+            exchanges = learning_as_read(exchanges, changes, names)
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
-            yield from derived_rows(o.view, (ex for ex in exchanges if self._mode_keeps(ex)), paths, o)
+            yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
         emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-        names = TopicNames()
         for ex in exchanges:
             if emit is not None and not emit.wants(ex, paths):
                 if records_view:
                     names.learn(ex)  # topic ids named in the tail re-read still name later Fetches
                 continue
-            if not _of_requested_version(ex, o):
-                continue
-            if not self._mode_keeps(ex):
+            if not keeps(ex):
                 continue
             if records_view:
                 names.learn(ex)
                 yield from record_rows(ex, names)
             else:
                 yield exchange_row(ex, corrupt)
+
+    def _keeps_exchange(self, ex) -> bool:
+        """Whether the rows of this exchange (or of its records) are kept: of the requested
+        version, and kept by the read mode."""
+        return _of_requested_version(ex, self.options) and self._mode_keeps(ex)
 
     def _mode_keeps(self, ex) -> bool:
         """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""

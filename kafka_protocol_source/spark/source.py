@@ -32,7 +32,7 @@ from .options import OptionError, ReadOptions
 from .partition_reader import CapturePartition, PartitionReader, plan_partitions
 from .paths import expand
 from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
-from .view_readers import WHOLE_SESSION_VIEWS, shared_apis
+from .view_readers import WHOLE_SESSION_VIEWS
 from .view_schemas import VIEW_SCHEMAS
 
 _DAY_NS = 86_400 * 10**9
@@ -103,10 +103,9 @@ class KafkaWireReader(DataSourceReader):
     def partitions(self):
         o = self.options
         split_size = sys.maxsize if o.view in WHOLE_SESSION_VIEWS else o.split_size  # never split: see view_readers
-        # A slice that also decodes other connections' apis reads the whole capture; others are
-        # given only their own connections' records.
-        index = shared_apis(o.view) is None
-        parts = plan_partitions(self.files, split_size, o.stitch, o.stitch_tolerance_ns, index)
+        # Each slice is given only its own connections' records (the records and lag views learn
+        # other connections' topic names from a naming read: see naming_pass).
+        parts = plan_partitions(self.files, split_size, o.stitch, o.stitch_tolerance_ns, index=True)
         return parts or [CapturePartition((), 0, 0)]
 
     def read(self, partition: InputPartition):

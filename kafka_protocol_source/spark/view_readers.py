@@ -15,7 +15,7 @@ from ..codec.decoder import decoder_for
 from ..views.connections import connection_rows
 from ..views.groups import GROUP_APIS, group_rows
 from ..views.lag import FETCH, lag_rows
-from ..views.topic_names import TOPIC_NAMING_APIS
+from ..views.topic_names import TOPIC_NAMING_APIS, TopicNames
 from .options import ReadOptions
 from .view_schemas import VIEW_SCHEMAS
 
@@ -33,14 +33,18 @@ def apis_needed(view: str, asked: frozenset[int] | None) -> frozenset[int] | Non
 
 
 def shared_apis(view: str) -> frozenset[int] | None:
-    """What a split read of ``view`` also decodes on the connections of other partitions (the
-    records and lag views name topics from every connection's Metadata); None: nothing."""
+    """What a split read of ``view`` needs from the connections of other partitions (the records
+    and lag views name topics from every connection's Metadata); None: nothing. A slice given
+    its own connections' records learns them from a naming read (``naming_pass``); a slice of a
+    capture the index pass cannot read (gzipped) decodes them on the way."""
     return TOPIC_NAMING_APIS if view in ("records", "lag") else None
 
 
-def derived_rows(view: str, exchanges: Iterable, paths: Sequence[str], options: ReadOptions) -> Iterator[dict]:
+def derived_rows(
+    view: str, exchanges: Iterable, paths: Sequence[str], options: ReadOptions, names: TopicNames | None = None
+) -> Iterator[dict]:
     if view == "connections":
         return connection_rows(exchanges, paths, ports=options.ports, max_buffered_bytes=options.max_buffered_bytes)
     if view == "groups":
         return group_rows(exchanges, decoder_for(options.specs))
-    return lag_rows(exchanges)
+    return lag_rows(exchanges, names)

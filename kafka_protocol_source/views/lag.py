@@ -47,17 +47,18 @@ LAG_COLUMNS = (
 )
 
 
-def lag_rows(exchanges: Iterable) -> Iterator[dict]:
-    """Rows (dicts keyed by ``LAG_COLUMNS``) of every answered Fetch in ``exchanges``."""
-    builder = LagBuilder()
+def lag_rows(exchanges: Iterable, names: TopicNames | None = None) -> Iterator[dict]:
+    """Rows (dicts keyed by ``LAG_COLUMNS``) of every answered Fetch in ``exchanges``; ``names``:
+    topic names to learn into (a reader of some connections is taught others' as well)."""
+    builder = LagBuilder(names)
     for ex in exchanges:
         yield from builder.add(ex)
     yield from builder.finish()
 
 
 class LagBuilder:
-    def __init__(self):
-        self.names = TopicNames()
+    def __init__(self, names: TopicNames | None = None):
+        self.names = names if names is not None else TopicNames()
         self.sessions: dict[
             tuple[str, int | None], dict
         ] = {}  # (connection, session id) -> {(topic, partition): offset}

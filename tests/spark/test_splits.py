@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,12 @@ from chispa import assert_df_equality
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.pipeline import CaptureOptions, read_with
-from kafka_protocol_source.spark.partition_reader import plan_partitions, slice_scope
+from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of, slice_scope
+from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS
 
-from ..cuts import pieces, segments_of
+from ..cuts import Cut, pieces, segments_of
 from .bigcapture import _broker_port, replicate, with_client
 from .expected import SAMPLES, TANSU_CONFLUENT
 
@@ -123,3 +127,65 @@ def test_index_split_reads_of_a_rotated_session(tmp_path):
     parts = plan_partitions([str(f) for f in files], sum(f.stat().st_size for f in files) // 5, stitch=True, index=True)
     assert len(parts) >= 5 and all(len(p.paths) == 3 and len(p.runs) == 3 for p in parts)
     _same_rows(_read_split(parts), list(read_capture([str(f) for f in files])))
+
+
+def _fetching_connection_cut_in_two(tmp_path: Path) -> Path:
+    """The confluent session with the connection of its Fetches (by topic id) cut in two at its
+    first Fetch: what it carried before (its Metadata among it) moves to a client port of its own,
+    so that every topic its Fetches name by id is named by another connection."""
+    fetch = next(e for e in read_capture(TANSU_CONFLUENT) if e.api_key == 1 and e.api_version >= 13)
+    port, other = int(fetch.client_address.rsplit(":", 1)[1]), 61000
+
+    def moved(s):
+        if s.packet_index >= fetch.request_packet:
+            return s
+        if s.src_port == port:
+            return replace(s, src_port=other)
+        return replace(s, dst_port=other) if s.dst_port == port else s
+
+    return Cut(tuple(map(moved, segments_of(TANSU_CONFLUENT)))).write(tmp_path / "cut_in_two.pcap")
+
+
+def _slices_apart_from_naming(path: Path) -> int:
+    """A number of slices for which the connection of ``path``'s Fetches (by topic id) is read by
+    a slice that reads none of the connections whose responses name topics."""
+    exchanges = list(read_capture(path))
+    fetches = [e for e in exchanges if e.api_key == 1 and e.api_version >= 13]
+    fetching = {_endpoints(e) for e in fetches}
+    naming = [e for e in exchanges if e.api_key in TOPIC_NAMING_APIS and e.response]
+    naming = {_endpoints(e) for e in naming}
+    assert len(fetching) == 1 and naming and not fetching & naming
+    for count in range(2, 65):
+        if {slice_of(f, count) for f in fetching}.isdisjoint(slice_of(n, count) for n in naming):
+            return count
+    raise AssertionError("no count puts them apart")
+
+
+def _endpoints(exchange) -> tuple:
+    """A connection's endpoints in canonical order, as the index pass hands them to slice_of."""
+    (cip, cport), (bip, bport) = (a.rsplit(":", 1) for a in (exchange.client_address, exchange.broker_address))
+    client, broker = (cip, int(cport)), (bip, int(bport))
+    return (*client, *broker) if client <= broker else (*broker, *client)
+
+
+@pytest.mark.parametrize("view", ["records", "lag"])
+def test_split_reads_name_topics_from_other_slices_connections(tmp_path, view):
+    """A slice reads only its own connections; topics its Fetches give by id are named by a
+    Metadata response another slice reads, as one read of the whole capture names them."""
+    path = _fetching_connection_cut_in_two(tmp_path)
+    count = _slices_apart_from_naming(path)
+    options = ReadOptions.parse({"path": str(path), "view": view})
+    schema = default_schema(options)
+
+    def rows(partitions) -> list:
+        reader = PartitionReader(options, schema)
+        return [r for p in partitions for batch in reader.read(p) for r in batch.to_pylist()]
+
+    whole = rows(plan_partitions([str(path)], 1 << 40, index=True))
+    parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
+    assert len(parts) == count and all(str(path) in p.runs for p in parts)
+    # each packet record read once, the file header by each
+    assert sum(p.runs[str(path)].byte_count for p in parts) == path.stat().st_size + 24 * (len(parts) - 1)
+    fetched = [r for r in whole if view == "lag" or r["direction"] == "fetch"]
+    assert fetched and all(r["topic"] for r in fetched)  # named, though not by their own connection
+    assert Counter(map(repr, rows(parts))) == Counter(map(repr, whole))
