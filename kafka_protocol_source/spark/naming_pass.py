@@ -2,13 +2,14 @@
 
 Such a slice reads only its own connections' records (the index pass gives it their runs), but
 its Fetches and Produces may name topics by id only, and the Metadata response that names them
-may have crossed any connection. So the slice is handed the ``name_changes`` of one read of
-every connection that decodes the topic-naming apis only (no other bodies, no rows), and learns
-them as one read of the whole capture would have (``views.topic_names.learning_as_read``).
+may have crossed any connection. So when the slice meets an id its own connections did not
+name, it is handed the ``name_changes`` of one read of every connection that decodes the
+topic-naming apis only (no other bodies, no rows), and learns them as one read of the whole
+capture would have (``views.topic_names.learning_as_read``).
 
-That read is done once per worker process and capture: a Python worker runs its tasks one after
-another, and the slices after the first one of the same capture take it from here. What teaches
-a name (``keeps``: the read mode, a requested api version) is the caller's to say.
+That read is done at most once per worker process and capture: a Python worker runs its tasks
+one after another, and the later slices of the same capture take it from here. What teaches a
+name (``keeps``: the read mode, a requested api version) is the caller's to say.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def naming_changes(
 def _identity(path: str) -> tuple[int, int]:
     stat = os.stat(path)
     return stat.st_size, stat.st_mtime_ns
+
+
+def kept() -> int:
+    """How many captures' changes this worker keeps."""
+    return len(_changes)
 
 
 def forget() -> None:

@@ -182,9 +182,9 @@ class PartitionReader:
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
-        if own_only:  # others' names come from one naming read (else this slice decodes them itself)
-            changes = naming_changes(paths, options, keeps, (o.view, o.mode, o.api_key, o.api_version))
-            exchanges = learning_as_read(exchanges, changes, names)
+        if own_only:  # names only others' connections give come from a naming read, if asked for
+            key = (o.view, o.mode, o.api_key, o.api_version)
+            exchanges = learning_as_read(exchanges, partial(naming_changes, paths, options, keeps, key), names)
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return

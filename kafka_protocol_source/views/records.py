@@ -51,7 +51,7 @@ def _topic(topic: dict, names: TopicNames, name_field: str):
     topic_id = topic.get("topic_id")
     if topic_id == _ZERO_UUID:
         topic_id = None
-    name = topic.get(name_field) or (names.by_id.get(topic_id) if topic_id else None)
+    name = topic.get(name_field) or names.name(topic_id)
     return name, topic_id
 
 

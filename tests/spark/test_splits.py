@@ -17,6 +17,7 @@ from chispa import assert_df_equality
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.pipeline import CaptureOptions, read_with
+from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of, slice_scope
 from kafka_protocol_source.spark.source import default_schema
@@ -182,6 +183,7 @@ def test_split_reads_name_topics_from_other_slices_connections(tmp_path, view):
         return [r for p in partitions for batch in reader.read(p) for r in batch.to_pylist()]
 
     whole = rows(plan_partitions([str(path)], 1 << 40, index=True))
+    naming_pass.forget()
     parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
     assert len(parts) == count and all(str(path) in p.runs for p in parts)
     # each packet record read once, the file header by each
@@ -189,3 +191,15 @@ def test_split_reads_name_topics_from_other_slices_connections(tmp_path, view):
     fetched = [r for r in whole if view == "lag" or r["direction"] == "fetch"]
     assert fetched and all(r["topic"] for r in fetched)  # named, though not by their own connection
     assert Counter(map(repr, rows(parts))) == Counter(map(repr, whole))
+    assert naming_pass.kept() == 1
+
+
+def test_slices_whose_connections_name_their_topics_do_no_naming_read():
+    """In the confluent session the fetching connection asks for Metadata itself before it fetches."""
+    options = ReadOptions.parse({"path": str(TANSU_CONFLUENT), "view": "records"})
+    reader = PartitionReader(options, default_schema(options))
+    naming_pass.forget()
+    parts = plan_partitions([str(TANSU_CONFLUENT)], TANSU_CONFLUENT.stat().st_size // 4, index=True)
+    rows = [r for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
+    assert len(parts) >= 4 and rows and all(r["topic"] for r in rows)
+    assert naming_pass.kept() == 0
