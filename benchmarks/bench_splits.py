@@ -13,21 +13,27 @@ index pass) and reads every partition in this process, one after the other, as N
 ``--without-index`` also measures the old plan, where each task reads the whole file and keeps
 its own connections (the work grows with N).
 
+``--gzip`` reads the capture gzipped: the tasks parse only their runs of the decompressed data,
+but each decompresses the whole file (bytes and records are of the decompressed data).
+
 ``--view records`` (or ``lag``) reads the partitions as the Spark tasks of that view do
-(``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them, so
-the naming read those views need (topic names from other connections) is done once, by the
-first task. Each further worker would do it once more; ``naming read`` gives its CPU seconds.
+(``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them. A
+task that meets a topic id its own connections did not name does a naming read of the whole
+capture (``naming_pass``), at most once per worker; printed: its CPU seconds, and how many
+naming reads each plan's tasks did.
 
     python benchmarks/bench_splits.py [--size-mb 100] [--splits 1,2,8,32] [--without-index] [--rebuild]
-                                      [--view exchanges|records|lag]
+                                      [--view exchanges|records|lag] [--gzip]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import heapq
 import os
+import shutil
 import struct
 import sys
 import time
@@ -42,6 +48,7 @@ from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_scope
 from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS, name_changes
 from tests.spark.bigcapture import with_client
 
 _RECORD = struct.Struct("<IIII")
@@ -103,29 +110,19 @@ def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> di
         "partitions": len(parts),
         "plan_cpu": plan_cpu,
         "tasks_cpu": tasks_cpu,
-        # without runs each task reads the whole file
-        "bytes": sum(r.byte_count for r in runs) if runs else len(parts) * os.path.getsize(path),
+        "bytes": sum(r.byte_count for r in runs) if runs else None,  # None: each task reads the whole file
         "records": sum(sum(r.flat[3::4]) for r in runs) if runs else None,
         "rows": rows,
         "digest": digest.hexdigest()[:16],
+        "naming_reads": naming_pass.kept(),
     }
 
 
-def naming_read_cpu(path: str, view: str) -> float:
-    """CPU seconds of the naming read a worker does for a split read of ``view`` (one partition
-    of two reads it, then the naming read again once forgotten)."""
-    options = ReadOptions.parse({"path": path, "view": view})
-    reader = PartitionReader(options, default_schema(options))
-    parts = plan_partitions([path], -(-os.path.getsize(path) // 2), index=True)
-    took = []
-    for _ in range(2):
-        naming_pass.forget()
-        cpu = time.process_time()
-        sum(b.num_rows for b in reader.read(parts[0]))
-        took.append(time.process_time() - cpu)
+def naming_read_cpu(path: str) -> float:
+    """CPU seconds of a naming read of ``path`` (every connection, the topic-naming apis only)."""
     cpu = time.process_time()
-    sum(b.num_rows for b in reader.read(parts[0]))  # the naming read kept: the partition alone
-    return min(took) - (time.process_time() - cpu)
+    name_changes(read_with([path], CaptureOptions(apis=TOPIC_NAMING_APIS, issues_here=False)))
+    return time.process_time() - cpu
 
 
 def main() -> None:
@@ -136,23 +133,25 @@ def main() -> None:
     ap.add_argument("--without-index", action="store_true", help="also measure tasks that each read the whole file")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--view", choices=("exchanges", "records", "lag"), default="exchanges")
+    ap.add_argument("--gzip", action="store_true", help="read the capture gzipped (made once, next to it)")
     args = ap.parse_args()
     if args.rebuild or not args.path.exists():
         build(args.path, args.size_mb)
-    path = str(args.path)
-    size = os.path.getsize(path)
+    path, size = str(args.path), os.path.getsize(args.path)  # bytes read are of the decompressed data
+    if args.gzip:
+        path += ".gz"
+        if args.rebuild or not os.path.exists(path):
+            with open(args.path, "rb") as plain, gzip.open(path, "wb", compresslevel=6) as packed:
+                shutil.copyfileobj(plain, packed)
     one = read_plan(path, 1, index=True, view=args.view)
     packets = sum(index_records(path, 1, lambda _: 0)[0].flat[3::4])  # type: ignore[index]
-    print(f"capture: {path} ({size / 2**20:.1f} MB, {one['rows']} rows of the {args.view} view)")
+    print(f"capture: {path} ({os.path.getsize(path) / 2**20:.1f} MB, {one['rows']} rows of the {args.view} view)")
     if args.view != "exchanges":
-        print(
-            f"naming read (once per worker, not in the bytes and records below: it reads the file once more):"
-            f" {naming_read_cpu(path, args.view):.2f} CPU s"
-        )
+        print(f"a naming read (not in the bytes and records read below): {naming_read_cpu(path):.2f} CPU s")
     header = (
         f"{'plan':18} {'parts':>5} {'index cpu s':>11} {'tasks cpu s':>11} {'cpu vs N=1':>10} {'bytes vs file':>13}"
     )
-    print(header + f" {'records vs file':>15} {'same rows':>9}")
+    print(header + f" {'records vs file':>15} {'same rows':>9}" + (" naming reads" if args.view != "exchanges" else ""))
     plans = [(n, True) for n in map(int, args.splits.split(","))]
     if args.without_index:
         plans += [(n, False) for n in map(int, args.splits.split(",")) if n > 1]
@@ -161,11 +160,13 @@ def main() -> None:
         total = got["plan_cpu"] + got["tasks_cpu"]
         base = one["plan_cpu"] + one["tasks_cpu"]
         records = f"{got['records'] / packets:.3f}x" if got["records"] is not None else f"{got['partitions']:.3f}x"
+        read = got["bytes"] / size if got["bytes"] is not None else got["partitions"]
         same = got["rows"] == one["rows"] and got["digest"] == one["digest"]
         print(
             f"{('index' if index else 'whole file each') + f', N={n}':18} {got['partitions']:5d}"
-            f" {got['plan_cpu']:11.2f} {got['tasks_cpu']:11.2f} {total / base:9.2f}x {got['bytes'] / size:12.3f}x"
+            f" {got['plan_cpu']:11.2f} {got['tasks_cpu']:11.2f} {total / base:9.2f}x {read:12.3f}x"
             f" {records:>15} {'yes' if same else 'NO':>9}"
+            + (f" {got['naming_reads']:12d}" if args.view != "exchanges" else "")
         )
         if not same:
             raise SystemExit(f"N={n}: the rows differ from N=1 ({got['rows']} against {one['rows']})")

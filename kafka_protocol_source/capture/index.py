@@ -12,8 +12,9 @@ headers, and whatever follows a record the pass cannot read past (a corrupt or c
 the readers then report as they would have). Other non-TCP packets go to reader 0. Returns, per
 reader, the ``RecordRuns`` of the file it reads.
 
-Does not own the assignment itself (``part_of``, from the caller), reading the runs (``runs``), or
-compressed files (a gzip stream cannot be read from the middle: ``index_records`` returns None).
+A gzipped file is indexed in its decompressed bytes (``gzip_ranges``: decompressed once to learn
+their length, then again as the pass reads); its readers decompress it whole and parse their runs.
+Does not own the assignment itself (``part_of``, from the caller) or reading the runs (``runs``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from .decode import PacketDecoder
+from .gzip_ranges import GunzipRanges
 from .model import CaptureError, CaptureIssue, TcpSegment
 from .pcap import MAX_RECORD
 from .pcapng import EPB, IDB, PB, SHB, SPB, Section
@@ -39,6 +42,7 @@ EVERY = -1  # a record every reader takes
 _ETHERNET_IPV4_TCP = struct.Struct("!12xHBxH2xHxB2x12s8xB").unpack_from
 
 Endpoints = tuple[str, int, str, int]
+Pread = Callable[[int, int], bytes]  # (n, offset) -> up to n bytes of the (decompressed) file
 # (file offset, length, first packet index, packets, frames and issues of its head or None or the
 # reader it was placed with, cut)
 _Record = tuple[int, int, int, int, tuple | int | None, bool]
@@ -46,27 +50,35 @@ _Record = tuple[int, int, int, int, tuple | int | None, bool]
 
 def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns] | None:
     """The runs each of ``count`` readers takes (``part_of`` maps a connection's endpoints, in
-    canonical order, to a reader); None when the file cannot be read from the middle, or cannot
-    be read at all (then each reader reads it whole, and says what is wrong with it)."""
+    canonical order, to a reader); None when the file cannot be read as a capture (then each
+    reader reads it whole, and says what is wrong with it)."""
     try:
         fmt = detect_format(path)
         if fmt.gzipped:
-            return None
-        fd = os.open(path, os.O_RDONLY)
+            ranges = GunzipRanges(path)
+            pread, close = ranges.pread, ranges.close
+            size = ranges.size()
+        else:
+            fd = os.open(path, os.O_RDONLY)
+            pread, close = partial(os.pread, fd), partial(os.close, fd)
+            size = os.fstat(fd).st_size
     except (CaptureError, OSError):
         return None
     try:
-        return _index(_PcapIndex(fd) if fmt.container == "pcap" else _PcapngIndex(fd), count, part_of)
+        index = _PcapIndex if fmt.container == "pcap" else _PcapngIndex
+        return _index(index(pread, size), count, part_of)
     except OSError:
         return None
     finally:
-        os.close(fd)
+        close()
 
 
 def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns]:
     runs = [RecordRuns() for _ in range(count)]
     placer = _Placer(part_of)
+    end_offset = end_index = 0
     for offset, length, first, packets, items, cut in records.records(placer.by_key):
+        end_offset, end_index = offset + length, first + packets
         if isinstance(items, int):
             runs[items % count].add(offset, length, first, packets)
             continue
@@ -80,6 +92,8 @@ def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[En
                 r.add(offset, length, first, packets)
         else:
             runs[reader % count].add(offset, length, first, packets)
+    for r in runs:  # where the file ends: a reader that says why the data ended says after which packet
+        r.add(end_offset, 0, end_index, 0)
     return runs
 
 
@@ -155,10 +169,10 @@ class _Window:
     """The file read ahead, ``CHUNK`` bytes (or a longer block) at a time: one read per window,
     not per record."""
 
-    __slots__ = ("base", "buf", "fd", "mv", "size")
+    __slots__ = ("base", "buf", "mv", "pread", "size")
 
-    def __init__(self, fd: int, size: int) -> None:
-        self.fd, self.size = fd, size
+    def __init__(self, pread: Pread, size: int) -> None:
+        self.pread, self.size = pread, size
         self.buf, self.mv, self.base = b"", memoryview(b""), 0
 
     def at(self, offset: int, need: int) -> int:
@@ -166,7 +180,7 @@ class _Window:
         first if they are not, as far as the file goes)."""
         pos = offset - self.base
         if len(self.buf) - pos < need and self.base + len(self.buf) < self.size:
-            self.buf = os.pread(self.fd, max(need, CHUNK), offset)
+            self.buf = self.pread(max(need, CHUNK), offset)
             self.mv, self.base, pos = memoryview(self.buf), offset, 0
         return pos
 
@@ -174,16 +188,15 @@ class _Window:
 class _PcapIndex:
     _record = struct.Struct("<IIII")
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.size = os.fstat(fd).st_size
+    def __init__(self, pread: Pread, size: int) -> None:
+        self.pread, self.size = pread, size
         self.linktype = 0
 
     def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
         """The file's records; plain packets whose endpoints are in ``known`` come placed: the
         reader ``known`` gives instead of their frames, one record per run of consecutive
         packets with one reader (most packets of a capture: this loop is the index pass)."""
-        file_head = os.pread(self.fd, 24, 0)
+        file_head = self.pread(24, 0)
         if len(file_head) < 24:
             yield 0, self.size, 0, 0, None, False
             return
@@ -193,7 +206,7 @@ class _PcapIndex:
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, linktype, get = self._record.unpack_from, self.linktype, known.get
-        window = _Window(self.fd, size)
+        window = _Window(self.pread, size)
         buf, mv, base = window.buf, window.mv, window.base
         # Placed packets not yet handed over: from file offset run_at, the packets from run_first on.
         run_reader, run_at, run_first = None, 0, 0
@@ -225,21 +238,20 @@ class _PcapIndex:
             yield offset, size - offset, index, 0, None, False
 
     def whole(self, offset: int, length: int, index: int) -> tuple:
-        buf = os.pread(self.fd, length, offset)
+        buf = self.pread(length, offset)
         orig_len = self._record.unpack_from(buf, 0)[3]
         return ((index, offset, 0, self.linktype, memoryview(buf)[16:], orig_len),)
 
 
 class _PcapngIndex:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.size = os.fstat(fd).st_size
+    def __init__(self, pread: Pread, size: int) -> None:
+        self.pread, self.size = pread, size
         self.section = Section()
 
     def records(self, known: dict[bytes, int]) -> Iterator[_Record]:
         """The file's records (none comes placed: ``known`` is for the pcap reader's shortcut)."""
         offset, index, size, section = 0, 0, self.size, self.section
-        window = _Window(self.fd, size)
+        window = _Window(self.pread, size)
         while offset + 12 <= size:
             pos = window.at(offset, 28 + HEAD)
             buf = window.buf
@@ -263,6 +275,6 @@ class _PcapngIndex:
             yield offset, size - offset, index, 0, None, False
 
     def whole(self, offset: int, length: int, index: int) -> tuple:
-        buf = os.pread(self.fd, length, offset)
+        buf = self.pread(length, offset)
         btype = self.section.u32.unpack_from(buf, 0)[0]
         return self.section.block(btype, buf, memoryview(buf), 0, length, index, offset)[0]

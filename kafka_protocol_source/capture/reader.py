@@ -14,7 +14,7 @@ from .fragments import FragmentReassembler
 from .model import CaptureIssue, TcpSegment
 from .pcap import read_pcap_frames
 from .pcapng import read_pcapng_frames
-from .runs import RecordRuns, open_runs, remap
+from .runs import RangeRead, RecordRuns, open_runs, remap
 from .source import Source, open_capture
 
 
@@ -62,7 +62,11 @@ def read_packets(
                 yield frame
         fragments.flush()
         yield from issues
+        if isinstance(read, RangeRead):
+            read.finish()
         if read.failure is not None and not failure_told:
             kind, detail = read.failure
             after = 0 if frame is None else frame[0] + 1 if isinstance(frame, tuple) else frame.packet_index
+            if isinstance(read, RangeRead) and read.packets_after is not None:  # the end of the file
+                after = max(after, read.packets_after)
             yield CaptureIssue(after, -1, kind, detail)

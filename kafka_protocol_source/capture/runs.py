@@ -5,7 +5,8 @@ packet count of each, merged where they touch), ``open_runs`` (the runs of a fil
 stream of bytes, read with ``pread``, for the pcap and pcapng record readers, which do not know
 they read a selection), and ``remap`` (their packets and issues back to the file's own packet
 indices and offsets). The first run must hold the file's header (pcap) or section header
-(pcapng). Does not own deciding which records a reader takes (``index``).
+(pcapng). A gzipped file's runs are of its decompressed bytes (``gzip_ranges``). Does not own
+deciding which records a reader takes (``index``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
+from .gzip_ranges import GunzipRanges
 from .model import CaptureError, CaptureFormat, CaptureIssue
-from .source import container_of
+from .source import GZIP_MAGIC, container_of
 
 
 class RecordRuns:
@@ -46,12 +49,14 @@ class RecordRuns:
 
 class RangeRead:
     """``read(n)`` over the runs of a file as one stream; like ``SafeRead``, a failing read (or a
-    file shorter than when it was indexed) ends the data and is kept in ``failure``."""
+    file shorter than when it was indexed) ends the data and is kept in ``failure``. Of a
+    gzipped file (``gunzip``), the runs are of its decompressed bytes; once they are read, the
+    rest is decompressed too, so that ``failure`` says whether the compressed data ended early."""
 
-    __slots__ = ("_fd", "_flat", "_pos", "_run", "failure")
+    __slots__ = ("_flat", "_gunzip", "_pos", "_pread", "_run", "failure")
 
-    def __init__(self, fd: int, runs: RecordRuns) -> None:
-        self._fd, self._flat = fd, runs.flat
+    def __init__(self, pread: Callable[[int, int], bytes], runs: RecordRuns, gunzip: GunzipRanges | None = None):
+        self._pread, self._flat, self._gunzip = pread, runs.flat, gunzip
         self._run, self._pos = 0, 0
         self.failure: tuple[str, str] | None = None
 
@@ -59,13 +64,16 @@ class RangeRead:
         flat, parts, got = self._flat, [], 0
         while got < n and self._run * 4 < len(flat) and self.failure is None:
             offset, length = flat[self._run * 4], flat[self._run * 4 + 1]
+            if length == 0:  # where the file ends (see index): nothing to read
+                self._run += 1
+                continue
             try:
-                data = os.pread(self._fd, min(length - self._pos, n - got), offset + self._pos)
+                data = self._pread(min(length - self._pos, n - got), offset + self._pos)
             except OSError as e:
                 self.failure = ("read_error", f"reading the file failed: {e}")
                 break
             if not data:
-                self.failure = (
+                self.failure = (self._gunzip and self._gunzip.failure) or (
                     "read_error",
                     f"the file ends before byte {offset + length}: it shrank since it was indexed",
                 )
@@ -76,24 +84,44 @@ class RangeRead:
             if self._pos == length:
                 self._run += 1
                 self._pos = 0
+        if not parts and self._run * 4 >= len(flat):
+            self.finish()
         return b"".join(parts)
+
+    def finish(self) -> None:
+        """Of a gzipped file: decompress to the end of the compressed data (its reader stopped,
+        or read all its runs), so that ``failure`` says whether that data ends early or goes bad."""
+        if self._gunzip is not None and self.failure is None:
+            self._gunzip.size()
+            self.failure = self._gunzip.failure
+
+    @property
+    def packets_after(self) -> int | None:
+        """Once every run is read: the index of the packet after the last run's."""
+        flat = self._flat
+        return flat[-2] + flat[-1] if flat and self._run * 4 >= len(flat) else None
 
 
 @contextlib.contextmanager
 def open_runs(path: str | os.PathLike, runs: RecordRuns) -> Iterator[tuple[RangeRead, CaptureFormat, bytes]]:
-    """``open_capture`` for the runs of an uncompressed capture file: (read, format, head)."""
+    """``open_capture`` for the runs of a capture file (of its decompressed bytes when gzipped):
+    (read, format, head)."""
     try:
         fd = os.open(path, os.O_RDONLY)
+        gzipped = os.pread(fd, 2, 0) == GZIP_MAGIC
+        gunzip = GunzipRanges(path) if gzipped else None
     except OSError as e:
         raise CaptureError(f"cannot open capture {os.fspath(path)!r}: {e}") from e
     try:
-        read = RangeRead(fd, runs)
+        read = RangeRead(gunzip.pread if gunzip is not None else partial(os.pread, fd), runs, gunzip)
         head = b""
         while len(head) < 4 and (more := read(4 - len(head))):
             head += more
-        yield read, CaptureFormat(container_of(head), False), head
+        yield read, CaptureFormat(container_of(head), gzipped), head
     finally:
         os.close(fd)
+        if gunzip is not None:
+            gunzip.close()
 
 
 def remap(items: Iterator, runs: RecordRuns) -> Iterator:

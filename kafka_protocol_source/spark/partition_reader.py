@@ -102,8 +102,8 @@ def plan_partitions(
     ``stitch``; else one per file); one over ``split_size`` bytes is shared by several, by
     connection. With ``index``, an index pass over such a session's files (``capture.index``:
     record headers and TCP endpoints only) gives each partition the records of its own
-    connections, so that all of them together read each record once; a gzipped file is still
-    read whole by each (it cannot be read from the middle)."""
+    connections, so that all of them together parse each record once (a gzipped file is still
+    decompressed whole by each: it cannot be entered in the middle)."""
     groups = [[f] for f in files]
     if stitch and len(files) > 1:
         summaries = {f: summarize(f) for f in files}

@@ -35,8 +35,8 @@ def apis_needed(view: str, asked: frozenset[int] | None) -> frozenset[int] | Non
 def shared_apis(view: str) -> frozenset[int] | None:
     """What a split read of ``view`` needs from the connections of other partitions (the records
     and lag views name topics from every connection's Metadata); None: nothing. A slice given
-    its own connections' records learns them from a naming read if needed (``naming_pass``); a slice of a
-    capture the index pass cannot read (gzipped) decodes them on the way."""
+    its own connections' records learns them from a naming read if needed (``naming_pass``); a
+    slice of a capture the index pass cannot read decodes them on the way."""
     return TOPIC_NAMING_APIS if view in ("records", "lag") else None
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_protocol_source.capture import CaptureIssue, TcpSegment, index, read_packets
+from kafka_protocol_source.capture import CaptureIssue, TcpSegment, gzip_ranges, index, read_packets
 from kafka_protocol_source.capture.decode import PacketDecoder
 from kafka_protocol_source.capture.fragments import FragmentReassembler
 from kafka_protocol_source.capture.index import HEAD, index_records, plain_tcp_key
@@ -151,9 +151,39 @@ def test_pcapng_with_interfaces_sections_and_a_corrupt_block(tmp_path, count, wi
     assert_split_reads_equal_whole(path, count)
 
 
-def test_a_gzipped_capture_is_not_indexed(tmp_path):
-    path = tmp_path / "sample.pcap.gz"
-    path.write_bytes(pb.gz(SAMPLES[0].read_bytes()))
+def _gzipped(data: bytes, how: str) -> bytes:
+    packed = pb.gz(data)
+    if how == "two members":  # as `cat a.gz b.gz` makes
+        return pb.gz(data[: len(data) // 3]) + pb.gz(data[len(data) // 3 :])
+    if how == "trailer cut":  # every byte decompresses, the stream still ends early
+        return packed[:-5]
+    if how == "cut":
+        return packed[: len(packed) * 2 // 3]
+    if how == "corrupt":
+        middle = len(packed) // 2
+        return packed[:middle] + bytes([packed[middle] ^ 0xFF]) + packed[middle + 1 :]
+    return packed
+
+
+@pytest.mark.parametrize("how", ["whole", "two members", "trailer cut", "cut", "corrupt"])
+@pytest.mark.parametrize("count", COUNTS)
+@pytest.mark.parametrize("path", [SAMPLES[0], SAMPLES[1], SAMPLES[-1]], ids=lambda p: p.name)
+def test_a_gzipped_capture_is_indexed_in_its_decompressed_bytes(tmp_path, monkeypatch, path, count, how, window):
+    """Readers decompress the file whole, read only their runs of it, and reader 0 says why the
+    data ended early as one reader of the whole file does."""
+    monkeypatch.setattr(gzip_ranges, "PIECE", 777)  # decompressed pieces end anywhere in records
+    gzipped = tmp_path / (path.name + ".gz")
+    gzipped.write_bytes(_gzipped(path.read_bytes(), how))
+    runs = assert_split_reads_equal_whole(gzipped, count)
+    if how in ("whole", "two members") and path.suffix == ".pcap":
+        assert sum(r.byte_count for r in runs) == path.stat().st_size + 24 * (count - 1)
+    if how != "whole":
+        assert how == "two members" or any(type(x) is CaptureIssue for x in read_packets(gzipped))
+
+
+def test_a_gzipped_file_that_is_not_a_capture_is_not_indexed(tmp_path):
+    path = tmp_path / "notes.txt.gz"
+    path.write_bytes(pb.gz(b"not a capture at all" * 10))
     assert index_records(path, 4, lambda e: slice_of(e, 4)) is None
 
 

@@ -7,6 +7,7 @@ pcapng and a rotated session; the Spark ones that the split DataFrame equals one
 
 from __future__ import annotations
 
+import gzip
 import struct
 from collections import Counter
 from dataclasses import replace
@@ -19,13 +20,20 @@ from kafka_protocol_source import read_capture
 from kafka_protocol_source.pipeline import CaptureOptions, read_with
 from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
-from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of, slice_scope
+from kafka_protocol_source.spark.partition_reader import (
+    CapturePartition,
+    PartitionReader,
+    plan_partitions,
+    slice_of,
+    slice_scope,
+)
 from kafka_protocol_source.spark.source import default_schema
 from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS
 
 from ..cuts import Cut, pieces, segments_of
 from .bigcapture import _broker_port, replicate, with_client
 from .expected import SAMPLES, TANSU_CONFLUENT
+from .test_variant import _read_back
 
 COLUMNS = [
     "capture_file",
@@ -119,6 +127,22 @@ def test_index_split_reads_give_the_exchanges_of_one_read(tmp_path, name):
     # Each packet record is read once; the file's header (section header and interfaces) by each.
     assert sum(p.runs[str(path)].byte_count for p in parts) < path.stat().st_size + 512 * len(parts)
     _same_rows(_read_split(parts), list(read_capture(path)))
+
+
+@pytest.mark.parametrize("view", ["exchanges", "records"])
+def test_a_gzipped_capture_splits_by_its_decompressed_bytes(tmp_path, view):
+    """Each task decompresses the file, parses only its runs, and the rows are one read's."""
+    plain = _interleaved_copies(TANSU_CONFLUENT, tmp_path / "interleaved.pcap", copies=6)
+    path = tmp_path / "interleaved.pcap.gz"
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+    parts = plan_partitions([str(path)], path.stat().st_size // 8, index=True)
+    assert len(parts) >= 8 and all(str(path) in p.runs for p in parts)
+    assert sum(p.runs[str(path)].byte_count for p in parts) == plain.stat().st_size + 24 * (len(parts) - 1)
+    options = ReadOptions.parse({"path": str(path), "view": view})
+    reader = PartitionReader(options, default_schema(options))
+    split = [repr(_read_back(r)) for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
+    whole = [repr(_read_back(r)) for batch in reader.read(CapturePartition(str(path))) for r in batch.to_pylist()]
+    assert len(whole) > 100 and Counter(split) == Counter(whole)
 
 
 def test_index_split_reads_of_a_rotated_session(tmp_path):
