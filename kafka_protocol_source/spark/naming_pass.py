@@ -33,6 +33,8 @@ def naming_changes(
     narrowed to the naming ones, its runs and limits dropped), of the exchanges ``keeps`` keeps.
     ``keeps_key`` tells apart predicates that keep differently."""
     apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
+    if not apis:  # the apis option leaves none: one read of the whole capture learns nothing either
+        return []
     naming = replace(options, apis=apis, record_runs={}, packet_limits={}, issues_here=False)
     key = (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
     found = _changes.get(key)

@@ -218,6 +218,22 @@ def test_split_reads_name_topics_from_other_slices_connections(tmp_path, view):
     assert naming_pass.kept() == 1
 
 
+def test_with_apis_that_name_no_topic_no_slice_names_one(tmp_path):
+    """apis=Fetch decodes no Metadata: one read names no topic given by id, and neither do the
+    slices, which do no naming read for it."""
+    path = _fetching_connection_cut_in_two(tmp_path)
+    count = _slices_apart_from_naming(path)
+    options = ReadOptions.parse({"path": str(path), "view": "records", "apis": "Fetch"})
+    reader = PartitionReader(options, default_schema(options), apis=options.apis)
+    naming_pass.forget()
+    split = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
+    rows = [r for p in split for batch in reader.read(p) for r in batch.to_pylist()]
+    whole = [r for batch in reader.read(CapturePartition(str(path))) for r in batch.to_pylist()]
+    assert Counter(map(repr, rows)) == Counter(map(repr, whole))
+    assert whole and not any(r["topic"] for r in whole)
+    assert naming_pass.kept() == 0
+
+
 def test_slices_whose_connections_name_their_topics_do_no_naming_read():
     """In the confluent session the fetching connection asks for Metadata itself before it fetches."""
     options = ReadOptions.parse({"path": str(TANSU_CONFLUENT), "view": "records"})
