@@ -18,6 +18,7 @@ from .gunzip import Gunzip
 from .source import READ_SIZE
 
 PIECE = 1 << 20  # decompressed at a time
+_PAST_ANY_END = 1 << 62
 
 
 class GunzipRanges:
@@ -79,11 +80,6 @@ class GunzipRanges:
 
     def size(self) -> int:
         """How many bytes the decompressed data has: read to its end (then ``failure`` is known)."""
-        have = self._base + len(self._buf)
-        while not self._ended:
-            more = self._gunzip(PIECE)
-            if not more:
-                self._ended = True
-            have += len(more)
-        self._buf, self._base = b"", have
-        return have
+        if not self._ended:
+            self._fill(_PAST_ANY_END, _PAST_ANY_END)  # every byte dropped on the way
+        return self._base + len(self._buf)

@@ -76,9 +76,8 @@ def index_records(path: str | os.PathLike, count: int, part_of: Callable[[Endpoi
 def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[Endpoints], int]) -> list[RecordRuns]:
     runs = [RecordRuns() for _ in range(count)]
     placer = _Placer(part_of)
-    end_offset = end_index = 0
+    offset = length = first = packets = 0
     for offset, length, first, packets, items, cut in records.records(placer.by_key):
-        end_offset, end_index = offset + length, first + packets
         if isinstance(items, int):
             runs[items % count].add(offset, length, first, packets)
             continue
@@ -92,8 +91,10 @@ def _index(records: _PcapIndex | _PcapngIndex, count: int, part_of: Callable[[En
                 r.add(offset, length, first, packets)
         else:
             runs[reader % count].add(offset, length, first, packets)
-    for r in runs:  # where the file ends: a reader that says why the data ended says after which packet
-        r.add(end_offset, 0, end_index, 0)
+    # Where the file ends (the last record's end), for every reader: one that says why the data
+    # ended says after which packet.
+    for r in runs:
+        r.add(offset + length, 0, first + packets, 0)
     return runs
 
 

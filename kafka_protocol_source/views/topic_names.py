@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-METADATA, CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS = 3, 19, 75
-TOPIC_NAMING_APIS = frozenset({METADATA, CREATE_TOPICS, DESCRIBE_TOPIC_PARTITIONS})
+from ..spec.api_keys import TOPIC_NAMING_APIS
+
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 # Where a name was learned: the packet that completed its exchange (completed_at), or _END for an
 # exchange the end of the input completed; _AFTER: once a reader's exchanges are all read.
@@ -48,7 +48,7 @@ class TopicNames:
         return name
 
     def _learn_elsewhere(self) -> None:
-        """The changes learned elsewhere before ``position`` (a changes at the same packet is of
+        """The changes learned elsewhere before ``position`` (a change at the same packet is of
         the exchange's own connection, which its reader learns by itself)."""
         if self._changes is None:
             assert self._elsewhere is not None

@@ -2,12 +2,8 @@
 
 from types import SimpleNamespace
 
-from kafka_protocol_source.views.topic_names import (
-    METADATA,
-    TopicNames,
-    learning_as_read,
-    name_changes,
-)
+from kafka_protocol_source.spec.api_keys import METADATA
+from kafka_protocol_source.views.topic_names import TopicNames, learning_as_read, name_changes
 
 _END = 1 << 62  # where the end of the input completed an exchange
 
