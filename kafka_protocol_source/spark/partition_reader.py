@@ -18,11 +18,13 @@ from pyspark.sql.types import StructType
 from ..capture.index import index_records
 from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
+from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
 from ..views.exchanges import exchange_row
+from ..views.outcomes import response_error_codes
 from ..views.records import TopicNames, record_rows
 from ..views.topic_names import learning_as_read
 from .arrow import BatchBuilder
@@ -190,6 +192,7 @@ class PartitionReader:
             return
         emit = partition.emit
         corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
+        codes = response_error_codes(decoder_for(o.specs).registry)
         for ex in exchanges:
             if emit is not None and not emit.wants(ex, paths):
                 if records_view:
@@ -201,7 +204,7 @@ class PartitionReader:
                 names.learn(ex)
                 yield from record_rows(ex, names)
             else:
-                yield exchange_row(ex, corrupt)
+                yield exchange_row(ex, corrupt, codes)
 
     def _keeps_exchange(self, ex) -> bool:
         """Whether the rows of this exchange (or of its records) are kept: of the requested

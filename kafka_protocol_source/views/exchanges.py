@@ -13,7 +13,7 @@ from __future__ import annotations
 from operator import attrgetter
 
 from ..spec.error_codes import error_name
-from .outcomes import error_codes
+from .outcomes import ResponseErrorCodes, error_codes
 
 EXCHANGE_COLUMNS = (
     "capture_file",
@@ -40,9 +40,16 @@ OK, ERROR_RESPONSE = "ok", "error_response"
 _COLUMN_VALUES = attrgetter(*EXCHANGE_COLUMNS)  # one call for all of them: this runs once per row
 
 
-def exchange_row(ex, corrupt_column: str | None = None) -> dict:
+def exchange_row(ex, corrupt_column: str | None = None, response_codes: ResponseErrorCodes | None = None) -> dict:
+    """``response_codes``: finds the error codes through the spec (the same codes, found faster)."""
     row = dict(zip(EXCHANGE_COLUMNS, _COLUMN_VALUES(ex), strict=True))
-    codes = error_codes(ex.response) if ex.response else None
+    codes = None
+    if ex.response:
+        codes = (
+            response_codes.codes(ex.api_key, ex.api_version, ex.response)
+            if response_codes is not None
+            else error_codes(ex.response)
+        )
     row["error_codes"] = codes
     row["error_names"] = [error_name(c) for c in codes] if codes is not None else None
     row["outcome"] = outcome(ex.status, codes)

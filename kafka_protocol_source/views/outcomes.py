@@ -2,14 +2,26 @@
 
 APIs report errors at the top level, per topic or per partition; ``error_codes`` walks the whole
 decoded body (record batches excepted: they hold no error codes), so "which requests failed and
-why" is one question for every api.
+why" is one question for every api. ``ResponseErrorCodes`` gives the same answer by looking only
+where the spec of the response's version has ``error_code`` fields, and walks the whole body when
+it is not what that spec holds (decoded at another version, or with structures the decoder
+added beside the spec's fields, such as an Envelope's inner response).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..spec.error_codes import error_name
+from ..spec.ir import Struct
+from ..spec.registry import SpecRegistry
 
 _SKIP = frozenset({"records"})  # record batches hold no error codes; do not walk them
+_ERROR_CODE = "error_code"
+
+# Where a struct's error codes are: field name -> None (an error_code field) or the tree below
+# it (a struct, or an array of structs, holding some).
+CodePaths = dict
 
 
 def error_codes(body: dict) -> list[int]:
@@ -29,10 +41,73 @@ def error_codes(body: dict) -> list[int]:
             if t is dict or t is list:
                 if key not in _SKIP:
                     push(v)
-            elif key == "error_code" and v:
+            elif key == _ERROR_CODE and v:
                 found.add(v)
     return sorted(found)
 
 
 def error_names(codes) -> list[str]:
     return [error_name(c) for c in codes]
+
+
+class ResponseErrorCodes:
+    """``codes(api_key, api_version, body)``: ``error_codes(body)``, found through the paths the
+    registry's spec of that response version gives (worked out once per version)."""
+
+    def __init__(self, registry: SpecRegistry):
+        self.registry = registry
+        self._known: dict[tuple[int, int], tuple[CodePaths, int] | None] = {}
+
+    def codes(self, api_key, api_version, body: dict) -> list[int]:
+        key = (api_key, api_version)
+        try:
+            known = self._known[key]
+        except KeyError:
+            known = self._known[key] = self._paths(api_key, api_version)
+        if known is None or len(body) != known[1]:
+            return error_codes(body)
+        found: set[int] = set()
+        _collect(body, known[0], found)
+        return sorted(found)
+
+    def _paths(self, api_key, api_version) -> tuple[CodePaths, int] | None:
+        """The paths, and the number of top-level fields a body of the spec has."""
+        message = self.registry.response(api_key) if type(api_key) is int else None
+        if message is None or api_version not in message.valid_versions:
+            return None
+        struct = self.registry.resolved(message.name, api_version)
+        return code_paths(struct), len(struct.fields) + len(struct.tagged)
+
+
+@lru_cache(maxsize=8)
+def response_error_codes(registry: SpecRegistry) -> ResponseErrorCodes:
+    """One per registry and process: the readers a Spark worker runs in turn share what it learned."""
+    return ResponseErrorCodes(registry)
+
+
+def code_paths(struct: Struct) -> CodePaths:
+    tree: CodePaths = {}
+    for field in struct.fields + struct.tagged:
+        if field.name == _ERROR_CODE:
+            tree[field.name] = None
+            continue
+        below = field.struct if field.kind == "struct" else field.element if field.kind == "array" else None
+        if isinstance(below, Struct):
+            inner = code_paths(below)
+            if inner:
+                tree[field.name] = inner
+    return tree
+
+
+def _collect(value: dict, paths: CodePaths, found: set[int]) -> None:
+    for name, below in paths.items():
+        v = value.get(name)
+        if below is None:
+            if v and type(v) is int:
+                found.add(v)
+        elif type(v) is dict:
+            _collect(v, below, found)
+        elif type(v) is list:
+            for item in v:
+                if type(item) is dict:
+                    _collect(item, below, found)
