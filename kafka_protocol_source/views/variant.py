@@ -201,11 +201,15 @@ def _compile(shape: _Shape, types: list[type]):
     if shape.head is not None:
         lines.append(f"    if o{n} < {_SMALL}:")
         lines.append(f"        return b''.join((head, bytes(({offsets})), {parts}))")
+        lines.append(f"    if o{n} < 0x10000:")  # 2-byte offsets: objects that hold records, say
+        lines.append(f"        return b''.join((head2, offsets2({offsets}), {parts}))")
     lines.append(f"    return container(({parts}), [{offsets}], 2, ids)")
     scope = {
         "values": _getter(*shape.names) if n > 1 else None,
         "name": shape.names[0] if n else None,
         "head": shape.head,
+        "head2": bytes(((1 << 2) | 2, *shape.head[1:])) if shape.head is not None else None,
+        "offsets2": struct.Struct(f"<{n + 1}H").pack,
         "ids": shape.ids,
         "container": _container,
         "value": _value,
