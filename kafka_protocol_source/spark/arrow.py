@@ -5,6 +5,8 @@ tuples, no per-row Spark conversion): typed bodies are dicts that pyarrow maps o
 type by field name (keys the schema lacks are ignored, fields a dict lacks are null). VARIANT
 columns are encoded by ``variant.py``, with the encoder the process shares: a Python worker runs
 task after task, and each would otherwise learn and compile again the shapes the last one had.
+A column whose rows say what their value should be (the exchanges view's bodies, by api key and
+version) is encoded with the encoders the builder is handed for it, compiled from the spec.
 The Arrow schema is Spark's own mapping of the Spark schema, which the Python data source checks
 each batch against.
 """
@@ -13,21 +15,30 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, StringType, StructType, VariantType
 
-from ..views.variant import VariantEncoder, process_encoder
+from ..views.variant import BodySpec, VariantEncoder, process_encoder
 
 
 class BatchBuilder:
     """Builds RecordBatches of one Spark schema from rows given as dicts keyed by column."""
 
-    def __init__(self, schema: StructType, variants: VariantEncoder | None = None):
+    def __init__(
+        self,
+        schema: StructType,
+        variants: VariantEncoder | None = None,
+        bodies: Mapping[str, Callable[[dict], BodySpec | None]] | None = None,
+    ):
+        """``bodies``: per VARIANT column, what the value of a row should be (an encoder compiled
+        for it: ``views/variant_spec.py``), where that is known."""
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.variants = variants or process_encoder()
+        self.bodies = bodies or {}
         self._needs: dict[int, bool] = {}  # id of a Spark type -> whether its values need fixing
 
     def build(self, rows: list[dict]) -> pa.RecordBatch:
@@ -36,23 +47,25 @@ class BatchBuilder:
             values = [row.get(field.name) for row in rows]
             dtype = field.dataType
             if isinstance(dtype, VariantType):
-                arrays.append(self._variant_array(values, arrow_field.type))
+                spec_of = self.bodies.get(field.name)
+                specs = [spec_of(row) for row in rows] if spec_of is not None else [None] * len(rows)
+                arrays.append(self._variant_array(values, specs, arrow_field.type))
                 continue
             if self._needs_fixing(dtype):
                 values = [self._fix(v, dtype) for v in values]
             arrays.append(pa.array(values, type=arrow_field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
-    def _variant_array(self, values: list, arrow_type: pa.StructType) -> pa.StructArray:
+    def _variant_array(self, values: list, specs: list, arrow_type: pa.StructType) -> pa.StructArray:
         encode = self.variants.encode
         data, meta, mask = [], [], []
-        for v in values:
+        for v, spec in zip(values, specs, strict=True):
             if v is None:
                 data.append(b"")
                 meta.append(b"\x01\x00\x00")  # an empty dictionary: children are not nullable
                 mask.append(True)
             else:
-                value, metadata = encode(v)
+                value, metadata = encode(v, spec)
                 data.append(value)
                 meta.append(metadata)
                 mask.append(False)

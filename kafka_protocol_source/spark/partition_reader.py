@@ -23,10 +23,11 @@ from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
-from ..views.exchanges import exchange_row
+from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
 from ..views.records import TopicNames, record_rows
 from ..views.topic_names import learning_as_read
+from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
 from .naming_pass import naming_changes
 from .options import ReadOptions
@@ -139,7 +140,7 @@ class PartitionReader:
     def read(self, partition: CapturePartition):
         if not partition.path:
             return
-        builder = BatchBuilder(self.schema)
+        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(decoder_for(self.options.specs).registry)))
         rows = []
         for row in self._rows(partition):
             rows.append(row)

@@ -10,10 +10,12 @@ error code, or else the status itself (``malformed``, ``unanswered``, ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import attrgetter
 
 from ..spec.error_codes import error_name
 from .outcomes import ResponseErrorCodes, error_codes
+from .variant_spec import BodyEncoder, BodyEncoders
 
 EXCHANGE_COLUMNS = (
     "capture_file",
@@ -62,3 +64,11 @@ def outcome(status: str, codes: list[int] | None) -> str:
     if status == OK and codes:
         return ERROR_RESPONSE
     return status
+
+
+def body_specs(encoders: BodyEncoders) -> dict[str, Callable[[dict], BodyEncoder | None]]:
+    """Per body column of an exchange row, the encoder compiled for its message version."""
+    return {
+        "request": lambda row: encoders.request(row["api_key"], row["api_version"]),
+        "response": lambda row: encoders.response(row["api_key"], row["api_version"]),
+    }

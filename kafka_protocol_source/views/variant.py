@@ -15,6 +15,8 @@ by the expression for the type the field had when the shape was first seen, behi
 that type. A value of another type, arrays, and objects with keys that are not all strings take
 the generic walk, which encodes a value the same way wherever it is. ``process_encoder`` is the
 one encoder a process shares, so that a Spark worker's tasks do not each learn the shapes again.
+Where the caller knows what a body should be, ``encode`` takes an encoder compiled from the spec
+(``variant_spec.py``), which needs no shape learned and falls back on the walk here.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from itertools import accumulate
 from operator import itemgetter
+from typing import Protocol
 
 _NULL, _TRUE, _FALSE = b"\x00", bytes([1 << 2]), bytes([2 << 2])
 _INT8, _INT16, _INT32, _INT64, _DOUBLE = 3 << 2, 4 << 2, 5 << 2, 6 << 2, 7 << 2
@@ -254,7 +257,8 @@ def _object_of_any_keys(obj: dict, keys: _Keys) -> bytes:
 
 
 def _container(parts, offsets: list[int], basic_type: int, ids: list[int] | None) -> bytes:
-    n = len(parts)
+    """``offsets``: one per element, then the end (parts may each hold several elements' bytes)."""
+    n = len(offsets) - 1
     large = n > 0xFF
     offset_size = _size_of(offsets[-1])
     if ids is None:
@@ -305,7 +309,10 @@ class VariantEncoder:
         self.max_shapes = max_shapes
         self.shapes_learned = 0
 
-    def encode(self, value) -> tuple[bytes, bytes]:
+    def encode(self, value, body: BodySpec | None = None) -> tuple[bytes, bytes]:
+        """``body``: an encoder compiled for what ``value`` should be (``variant_spec.py``), if known."""
+        if body is not None and type(value) is dict:
+            return self._encode_as(value, body)
         family = tuple(value) if type(value) is dict else None
         keys = self.families.get(family) if family is not None else None
         if keys is None:
@@ -325,6 +332,25 @@ class VariantEncoder:
                 self.shapes_learned -= len(keys.shapes)
                 self.families.pop(family, None)
         return data, keys.metadata
+
+    def _encode_as(self, value: dict, body: BodySpec) -> tuple[bytes, bytes]:
+        keys = body.keys
+        data = body.encode(value, keys)
+        if keys.metadata_keys != len(keys):
+            keys.metadata, keys.metadata_keys = _metadata(keys), len(keys)
+        if len(keys) > _MAX_FAMILY_KEYS or len(keys.shapes) > self.max_shapes:
+            body.forget()  # what the generic walk learned of objects unlike the spec's
+        return data, keys.metadata
+
+
+class BodySpec(Protocol):
+    """An encoder compiled for one kind of body, with the key dictionary its values share."""
+
+    keys: _Keys
+
+    def encode(self, obj: dict, keys: _Keys) -> bytes: ...
+
+    def forget(self) -> None: ...
 
 
 @lru_cache(maxsize=1)

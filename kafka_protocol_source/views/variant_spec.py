@@ -1,0 +1,302 @@
+"""VARIANT encoders compiled from the spec: one per message version, for its decoded bodies.
+
+``variant.py`` learns an object's shape from the object; here it is known beforehand, from the
+resolved ``spec.ir.Struct`` of the body's message at its version. For each struct of that version
+one function is compiled, knowing the field ids, the fields' order by name and each field's Kafka
+type, so no shape is looked up per object.
+
+Values are encoded as ``variant.py`` encodes them, with one difference. An int16 field is always
+a VARIANT INT16, where ``variant.py`` would write a small value as INT8. int16 is what most
+fields of Kafka bodies are (error codes, api keys, versions, partition counts). At a fixed width,
+a run of int8, int16, bool and float64 fields has a fixed size, and is written by one
+``struct.pack``. An object of nothing else, such as ApiVersions' api key ranges, is then one
+constant header and one pack. Wider integers keep the smallest width that holds each value, as
+a fixed INT or BIGINT would cost 3 to 7 bytes more per value. Spark reads integers of any width
+as the same value (``schema_of_variant`` calls them all BIGINT).
+
+An object that is not what the spec says (a null where the spec has none, read leniently; a body
+at ApiVersions' fallback version; keys the decoder adds, such as unknown tagged fields or
+embedded consumer protocol data) is encoded by ``variant.py``'s generic walk, object by object,
+so its value is the same. This module does not decide which spec a body has: the caller hands
+over the api key and version.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from functools import lru_cache
+from itertools import accumulate, repeat
+
+from ..spec.ir import Field, Struct
+from ..spec.registry import SpecRegistry
+from .variant import (
+    _BIN_HEAD,
+    _BINARY,
+    _EMPTY_ARRAY,
+    _FALSE,
+    _MAX_SHORT_STRING,
+    _SHORT_STRING_HEADS,
+    _SMALL,
+    _SMALL_INTS,
+    _TRUE,
+    _array,
+    _container,
+    _getter,
+    _int,
+    _Keys,
+    _object,
+    _pack,
+    _size_of,
+    _value,
+)
+
+# Kafka types written at a fixed width -> (struct format, VARIANT type byte). Booleans are fixed
+# too: one byte, the value in its header.
+_FIXED = {
+    "int8": ("b", 3 << 2),
+    "int16": ("h", 4 << 2),
+    "float64": ("d", 7 << 2),
+}
+_WIDE_INTS = frozenset(  # at the smallest width that holds the value, as variant.py writes them
+    {"int32", "int64", "uint16", "uint32", "varint", "varlong"}
+)
+_BOOL = {True: _TRUE[0], False: _FALSE[0]}  # a bool field's header byte; anything else: KeyError
+_STRINGS = frozenset({"string", "varint-string", "uuid"})
+_BYTES = frozenset({"bytes", "varint-bytes"})
+
+
+class BodyEncoder:
+    """The encoder of one message version's bodies, with the key dictionary they share."""
+
+    __slots__ = ("encode", "keys", "struct")
+
+    def __init__(self, struct_: Struct):
+        self.struct = struct_
+        self.forget()
+
+    def forget(self) -> None:
+        """Start again from the spec's keys alone (compiled again: field ids are in the code)."""
+        self.keys = _Keys()
+        self.encode: Callable[[dict, _Keys], bytes] = _compile(self.struct, self.keys, {})
+
+
+class BodyEncoders:
+    """Per (api key, version), the encoders of its request and response bodies (None where the
+    registry has no such message version), compiled on first use."""
+
+    def __init__(self, registry: SpecRegistry):
+        self.registry = registry
+        self._known: dict[tuple[int, int, bool], BodyEncoder | None] = {}
+
+    def request(self, api_key: int, api_version: int) -> BodyEncoder | None:
+        return self._get(api_key, api_version, True)
+
+    def response(self, api_key: int, api_version: int) -> BodyEncoder | None:
+        return self._get(api_key, api_version, False)
+
+    def compiled(self) -> list[tuple[int, int, bool]]:
+        """(api key, version, is a request) of the bodies whose encoders are compiled so far."""
+        return [key for key, found in self._known.items() if found is not None]
+
+    def _get(self, api_key, api_version, request: bool) -> BodyEncoder | None:
+        key = (api_key, api_version, request)
+        try:
+            return self._known[key]
+        except KeyError:
+            pass
+        found = None
+        if type(api_key) is int and type(api_version) is int:
+            message = self.registry.request(api_key) if request else self.registry.response(api_key)
+            if message is not None and api_version in message.valid_versions:
+                found = BodyEncoder(self.registry.resolved(message.name, api_version))
+        self._known[key] = found
+        return found
+
+
+@lru_cache(maxsize=8)
+def body_encoders(registry: SpecRegistry) -> BodyEncoders:
+    """One set per registry and process, shared by the readers a Spark worker runs in turn."""
+    return BodyEncoders(registry)
+
+
+def _compile(struct_: Struct, keys: _Keys, compiled: dict[int, Callable]) -> Callable[[dict, _Keys], bytes]:
+    """The function that encodes an object of ``struct_`` (the structs below it compiled first)."""
+    done = compiled.get(id(struct_))
+    if done is not None:
+        return done
+    fields = sorted(struct_.fields + struct_.tagged, key=lambda f: f.name)
+    if len({f.name for f in fields}) != len(fields) or len(fields) >= _SMALL:
+        compiled[id(struct_)] = _object
+        return _object
+    for f in fields:
+        if f.name not in keys:
+            keys[f.name] = len(keys)
+    ids = [keys[f.name] for f in fields]
+    scope: dict = {"generic": _object, "value": _value, "container": _container, "bool_": _BOOL, "ids": ids}
+    scope["values"] = _values_of([f.name for f in fields])
+    scope["errors"] = (struct.error, KeyError, TypeError)
+    # The values in parts: a run of fixed-width fields packed together, or one other field. Each
+    # field's offset is its part's plus the sizes of the fields before it in the part.
+    parts: list[tuple[str, int | None]] = []  # (source of the part's bytes, its size when fixed)
+    offsets: list[tuple[int, int]] = []  # per field: (its part, bytes before it in the part)
+    i = 0
+    while i < len(fields):
+        run = []
+        while i < len(fields) and _fixed_size(fields[i]):
+            run.append(i)
+            i += 1
+        if run:
+            fmt, size = "<", 0
+            args: list[str] = []
+            for j in run:
+                offsets.append((len(parts), size))
+                if fields[j].kind == "bool":
+                    fmt += "B"
+                    args.append(f"bool_[v{j}]")
+                else:
+                    char, type_byte = _FIXED[fields[j].kind]
+                    fmt += "B" + char
+                    args += [str(type_byte), f"v{j}"]
+                size += _fixed_size(fields[j])
+            pack = _scoped(scope, f"pack{len(parts)}", struct.Struct(fmt).pack)
+            parts.append((f"{pack}({', '.join(args)})", size))
+        else:
+            offsets.append((len(parts), 0))
+            parts.append((_expression(fields[i], i, keys, compiled, scope), None))
+            i += 1
+    n = len(fields)
+    src = [
+        f"def encode(obj, keys):  # {struct_.name}",
+        f"    if len(obj) != {n}:",
+        "        return generic(obj, keys)",
+        "    try:",
+        f"        ({''.join(f'v{j}, ' for j in range(n))}) = values(obj)",
+        *(f"        p{k} = {code}" for k, (code, _) in enumerate(parts)),
+        "    except errors:",
+        "        return generic(obj, keys)",
+    ]
+    joined = "".join(f"p{k}, " for k in range(len(parts)))
+    # Headers for 1- and 2-byte offsets (the usual sizes); anything larger is left to container().
+    scope["head1"], scope["head2"] = _object_head(ids, 1), _object_head(ids, 2)
+    scope["offsets2"] = struct.Struct(f"<{n + 1}H").pack
+    if all(size is not None for _, size in parts):
+        starts = list(accumulate((size or 0 for _, size in parts), initial=0))
+        at = [starts[part] + within for part, within in offsets] + [starts[-1]]
+        size_of_offsets = 1 if starts[-1] < _SMALL else 2 if starts[-1] < 0x10000 else 0
+        if size_of_offsets:
+            scope["fixed_head"] = _object_head(ids, size_of_offsets) + _pack(at, size_of_offsets)
+            src.append(f"    return b''.join((fixed_head, {joined}))")
+        else:
+            scope["fixed_offsets"] = at
+            src.append(f"    return container(({joined}), fixed_offsets, 2, ids)")
+    else:
+        src.append("    s0 = 0")
+        for k, (_, part_size) in enumerate(parts):
+            src.append(f"    s{k + 1} = s{k} + {part_size if part_size is not None else f'len(p{k})'}")
+        at_src = "".join(f"s{part} + {within}, " if within else f"s{part}, " for part, within in offsets)
+        end = f"s{len(parts)}"
+        src += [
+            f"    if {end} < {_SMALL}:",
+            f"        return b''.join((head1, bytes(({at_src}{end},)), {joined}))",
+            f"    if {end} < 0x10000:",
+            f"        return b''.join((head2, offsets2({at_src}{end}), {joined}))",
+            f"    return container(({joined}), [{at_src}{end}], 2, ids)",
+        ]
+    exec("\n".join(src), scope)  # noqa: S102 - source built here from the spec and fixed templates only
+    compiled[id(struct_)] = scope["encode"]
+    return scope["encode"]
+
+
+def _object_head(ids: list[int], offset_size: int) -> bytes:
+    """An object's header byte, field count and field ids, for offsets of ``offset_size`` bytes."""
+    id_size = _size_of(max(ids, default=0))
+    head = ((id_size - 1) << 2 | (offset_size - 1)) << 2 | 2
+    return bytes((head, len(ids))) + _pack(ids, id_size)
+
+
+def _fixed_size(f: Field) -> int:
+    """Bytes of a fixed-width field's VARIANT value (header included); 0 for any other field."""
+    if f.kind == "bool":
+        return 1
+    fixed = _FIXED.get(f.kind)
+    return 1 + struct.calcsize("<" + fixed[0]) if fixed else 0
+
+
+def _values_of(names: list[str]) -> Callable[[dict], tuple]:
+    if len(names) == 1:
+        name = names[0]
+        return lambda obj: (obj[name],)
+    if not names:
+        return lambda obj: ()
+    return _getter(*names)
+
+
+def _expression(f: Field, i: int, keys: _Keys, compiled: dict[int, Callable], scope: dict) -> str:
+    """Source for the bytes of field number ``i`` (its value in ``v{i}``), for a field that is not
+    fixed-width: checked against the type the spec gives, anything else encoded generically."""
+    v = f"v{i}"
+    other = f"value({v}, keys)"
+    if f.kind in _STRINGS:
+        heads = _scoped(scope, "heads", _SHORT_STRING_HEADS)
+        return (
+            f"{heads}[len({v})] + {v}.encode('ascii')"
+            f" if type({v}) is str and len({v}) <= {_MAX_SHORT_STRING} and {v}.isascii() else {other}"
+        )
+    if f.kind in _WIDE_INTS:
+        _scoped(scope, "small_ints", _SMALL_INTS.get)
+        _scoped(scope, "int_", _int)
+        return f"(small_ints({v}) or int_({v})) if type({v}) is int else {other}"
+    if f.kind in _BYTES:
+        _scoped(scope, "bin_head", _BIN_HEAD.pack)
+        return f"bin_head({_BINARY}, len({v})) + {v} if type({v}) is bytes else {other}"
+    if f.kind == "struct" and f.struct is not None:
+        name = _scoped(scope, f"struct{i}", _compile(f.struct, keys, compiled))
+        return f"{name}({v}, keys) if type({v}) is dict else {other}"
+    if f.kind == "array":
+        element = f.element
+        if isinstance(element, Struct):
+            name = _scoped(scope, f"elements{i}", _compile(element, keys, compiled))
+            _scoped(scope, "struct_array", _struct_array)
+            return f"struct_array({v}, {name}, keys) if type({v}) is list else {other}"
+        if element in _FIXED:
+            fmt, type_byte = _FIXED[element]
+            name = _scoped(scope, f"items{i}", _fixed_array(fmt, type_byte))
+            return f"{name}({v}, keys) if type({v}) is list else {other}"
+    return other
+
+
+def _scoped(scope: dict, name: str, value) -> str:
+    scope[name] = value
+    return name
+
+
+def _struct_array(items: list, encode: Callable, keys: _Keys) -> bytes:
+    if not items:
+        return _EMPTY_ARRAY
+    parts = [encode(v, keys) if type(v) is dict else _value(v, keys) for v in items]
+    offsets = list(accumulate(map(len, parts), initial=0))
+    n = len(parts)
+    if n < _SMALL and offsets[-1] < _SMALL:
+        return bytes((3, n, *offsets)) + b"".join(parts)
+    return _container(parts, offsets, 3, None)
+
+
+def _fixed_array(fmt: str, type_byte: int) -> Callable[[list, _Keys], bytes]:
+    """Arrays of one fixed-width Kafka type: every element the same size, so the header of an
+    array of n of them is known beforehand (here for those whose offsets take a byte each)."""
+    pack = struct.Struct("<B" + fmt).pack
+    size = struct.calcsize("<B" + fmt)
+    heads = [bytes((3, n, *range(0, n * size + 1, size))) for n in range((_SMALL - 1) // size + 1)]
+    small = len(heads)
+
+    def encode(items: list, keys: _Keys) -> bytes:
+        n = len(items)
+        try:
+            if n < small:
+                return heads[n] + b"".join(map(pack, repeat(type_byte, n), items))
+            return _container(list(map(pack, repeat(type_byte, n), items)), list(range(0, n * size + 1, size)), 3, None)
+        except struct.error:
+            return _array(items, keys)
+
+    return encode
