@@ -10,13 +10,12 @@ any are never walked.
 from __future__ import annotations
 
 from ..records import DecompressionBudget, decode_records
-from ..spec.ir import Struct
+from ..spec.field_paths import FieldPaths, field_paths
+from ..spec.ir import Field, Struct
 from .embedded import decode_control_data
 from .runtime import RecordsBytes
 
-# A path tree: field name -> None (a records field) or the tree below it (a struct, or an
-# array of structs).
-RecordsPaths = dict
+RecordsPaths = FieldPaths  # records fields, and the structs and arrays that hold them
 
 
 _KNOWN: dict[int, tuple[Struct, RecordsPaths]] = {}  # id -> (the struct, kept alive; its tree)
@@ -25,24 +24,12 @@ _KNOWN: dict[int, tuple[Struct, RecordsPaths]] = {}  # id -> (the struct, kept a
 def records_paths(struct: Struct) -> RecordsPaths:
     known = _KNOWN.get(id(struct))
     if known is None or known[0] is not struct:
-        known = _KNOWN[id(struct)] = (struct, _paths(struct))
+        known = _KNOWN[id(struct)] = (struct, field_paths(struct, _is_records))
     return known[1]
 
 
-def _paths(struct: Struct) -> RecordsPaths:
-    tree: RecordsPaths = {}
-    for field in struct.fields + struct.tagged:
-        if field.kind == "records":
-            tree[field.name] = None
-        elif field.kind == "struct" and field.struct is not None:
-            below = _paths(field.struct)
-            if below:
-                tree[field.name] = below
-        elif field.kind == "array" and isinstance(field.element, Struct):
-            below = _paths(field.element)
-            if below:
-                tree[field.name] = below
-    return tree
+def _is_records(field: Field) -> bool:
+    return field.kind == "records"
 
 
 def decode_records_fields(decoder, body: dict, paths: RecordsPaths, budget: DecompressionBudget) -> None:

@@ -13,15 +13,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..spec.error_codes import error_name
-from ..spec.ir import Struct
+from ..spec.field_paths import FieldPaths, field_paths
+from ..spec.ir import Field
 from ..spec.registry import SpecRegistry
 
 _SKIP = frozenset({"records"})  # record batches hold no error codes; do not walk them
 _ERROR_CODE = "error_code"
-
-# Where a struct's error codes are: field name -> None (an error_code field) or the tree below
-# it (a struct, or an array of structs, holding some).
-CodePaths = dict
 
 
 def error_codes(body: dict) -> list[int]:
@@ -56,7 +53,7 @@ class ResponseErrorCodes:
 
     def __init__(self, registry: SpecRegistry):
         self.registry = registry
-        self._known: dict[tuple[int, int], tuple[CodePaths, int] | None] = {}
+        self._known: dict[tuple[int, int], tuple[FieldPaths, int] | None] = {}
 
     def codes(self, api_key, api_version, body: dict) -> list[int]:
         key = (api_key, api_version)
@@ -70,13 +67,13 @@ class ResponseErrorCodes:
         _collect(body, known[0], found)
         return sorted(found)
 
-    def _paths(self, api_key, api_version) -> tuple[CodePaths, int] | None:
+    def _paths(self, api_key, api_version) -> tuple[FieldPaths, int] | None:
         """The paths, and the number of top-level fields a body of the spec has."""
         message = self.registry.response(api_key) if type(api_key) is int else None
         if message is None or api_version not in message.valid_versions:
             return None
         struct = self.registry.resolved(message.name, api_version)
-        return code_paths(struct), len(struct.fields) + len(struct.tagged)
+        return field_paths(struct, _is_error_code), len(struct.fields) + len(struct.tagged)
 
 
 @lru_cache(maxsize=8)
@@ -85,21 +82,11 @@ def response_error_codes(registry: SpecRegistry) -> ResponseErrorCodes:
     return ResponseErrorCodes(registry)
 
 
-def code_paths(struct: Struct) -> CodePaths:
-    tree: CodePaths = {}
-    for field in struct.fields + struct.tagged:
-        if field.name == _ERROR_CODE:
-            tree[field.name] = None
-            continue
-        below = field.struct if field.kind == "struct" else field.element if field.kind == "array" else None
-        if isinstance(below, Struct):
-            inner = code_paths(below)
-            if inner:
-                tree[field.name] = inner
-    return tree
+def _is_error_code(field: Field) -> bool:
+    return field.name == _ERROR_CODE
 
 
-def _collect(value: dict, paths: CodePaths, found: set[int]) -> None:
+def _collect(value: dict, paths: FieldPaths, found: set[int]) -> None:
     for name, below in paths.items():
         v = value.get(name)
         if below is None:

@@ -106,7 +106,7 @@ class _Shape:
         self.names = names
         self.ids = [keys[k] for k in names]
         small = len(names) < _SMALL and max(self.ids, default=0) < _SMALL
-        self.head = bytes((2, len(names), *self.ids)) if small else None
+        self.head = _object_head(self.ids, 1) if small else None
         self.encode: Callable[[dict, _Keys], bytes] = _compile(self, [type(obj[k]) for k in names])
 
 
@@ -208,26 +208,24 @@ def _compile(shape: _Shape, types: list[type]):
         lines.append(f"        return b''.join((head2, offsets2({offsets}), {parts}))")
     lines.append(f"    return container(({parts}), [{offsets}], 2, ids)")
     scope = {
+        **_TEMPLATE_NAMES,
         "values": _getter(*shape.names) if n > 1 else None,
         "name": shape.names[0] if n else None,
         "head": shape.head,
-        "head2": bytes(((1 << 2) | 2, *shape.head[1:])) if shape.head is not None else None,
+        "head2": _object_head(shape.ids, 2) if shape.head is not None else None,
         "offsets2": struct.Struct(f"<{n + 1}H").pack,
         "ids": shape.ids,
-        "container": _container,
-        "value": _value,
-        "obj_": _object,
-        "array": _array,
-        "int_": _int,
-        "str_": _str,
-        "small_ints": _SMALL_INTS.get,
-        "heads": _SHORT_STRING_HEADS,
-        "true": _TRUE,
-        "false": _FALSE,
-        "null": _NULL,
     }
     exec("\n".join(lines), scope)  # noqa: S102 - source built here from fixed templates only
     return scope["encode"]
+
+
+def _object_head(ids: list[int], offset_size: int) -> bytes:
+    """An object's header byte, field count and field ids, for offsets of ``offset_size`` bytes
+    (fewer than 256 fields)."""
+    id_size = _size_of(max(ids, default=0))
+    head = ((id_size - 1) << 2 | (offset_size - 1)) << 2 | 2
+    return bytes((head, len(ids))) + _pack(ids, id_size)
 
 
 _getter: Callable[..., Callable] = itemgetter  # typed here: mypy 2.4 cannot infer itemgetter(*names)
@@ -292,6 +290,22 @@ def _pack(values: list[int], size: int) -> bytes:
     if size == 4:
         return struct.pack(f"<{len(values)}I", *values)
     return b"".join(v.to_bytes(3, "little") for v in values)
+
+
+# The names the templates of _ENCODE_AS use, in the scope of every compiled encoder.
+_TEMPLATE_NAMES = {
+    "container": _container,
+    "value": _value,
+    "obj_": _object,
+    "array": _array,
+    "int_": _int,
+    "str_": _str,
+    "small_ints": _SMALL_INTS.get,
+    "heads": _SHORT_STRING_HEADS,
+    "true": _TRUE,
+    "false": _FALSE,
+    "null": _NULL,
+}
 
 
 class VariantEncoder:

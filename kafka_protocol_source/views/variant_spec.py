@@ -34,20 +34,18 @@ from .variant import (
     _BIN_HEAD,
     _BINARY,
     _EMPTY_ARRAY,
+    _ENCODE_AS,
     _FALSE,
-    _MAX_SHORT_STRING,
-    _SHORT_STRING_HEADS,
     _SMALL,
-    _SMALL_INTS,
+    _TEMPLATE_NAMES,
     _TRUE,
     _array,
     _container,
     _getter,
-    _int,
     _Keys,
     _object,
+    _object_head,
     _pack,
-    _size_of,
     _value,
 )
 
@@ -133,7 +131,7 @@ def _compile(struct_: Struct, keys: _Keys, compiled: dict[int, Callable]) -> Cal
         if f.name not in keys:
             keys[f.name] = len(keys)
     ids = [keys[f.name] for f in fields]
-    scope: dict = {"generic": _object, "value": _value, "container": _container, "bool_": _BOOL, "ids": ids}
+    scope: dict = {**_TEMPLATE_NAMES, "generic": _object, "bool_": _BOOL, "ids": ids}
     scope["values"] = _values_of([f.name for f in fields])
     scope["errors"] = (struct.error, KeyError, TypeError)
     # The values in parts: a run of fixed-width fields packed together, or one other field. Each
@@ -208,13 +206,6 @@ def _compile(struct_: Struct, keys: _Keys, compiled: dict[int, Callable]) -> Cal
     return scope["encode"]
 
 
-def _object_head(ids: list[int], offset_size: int) -> bytes:
-    """An object's header byte, field count and field ids, for offsets of ``offset_size`` bytes."""
-    id_size = _size_of(max(ids, default=0))
-    head = ((id_size - 1) << 2 | (offset_size - 1)) << 2 | 2
-    return bytes((head, len(ids))) + _pack(ids, id_size)
-
-
 def _fixed_size(f: Field) -> int:
     """Bytes of a fixed-width field's VARIANT value (header included); 0 for any other field."""
     if f.kind == "bool":
@@ -238,15 +229,9 @@ def _expression(f: Field, i: int, keys: _Keys, compiled: dict[int, Callable], sc
     v = f"v{i}"
     other = f"value({v}, keys)"
     if f.kind in _STRINGS:
-        heads = _scoped(scope, "heads", _SHORT_STRING_HEADS)
-        return (
-            f"{heads}[len({v})] + {v}.encode('ascii')"
-            f" if type({v}) is str and len({v}) <= {_MAX_SHORT_STRING} and {v}.isascii() else {other}"
-        )
+        return _ENCODE_AS[str].format(i=i)
     if f.kind in _WIDE_INTS:
-        _scoped(scope, "small_ints", _SMALL_INTS.get)
-        _scoped(scope, "int_", _int)
-        return f"(small_ints({v}) or int_({v})) if type({v}) is int else {other}"
+        return _ENCODE_AS[int].format(i=i)
     if f.kind in _BYTES:
         _scoped(scope, "bin_head", _BIN_HEAD.pack)
         return f"bin_head({_BINARY}, len({v})) + {v} if type({v}) is bytes else {other}"
@@ -277,7 +262,7 @@ def _struct_array(items: list, encode: Callable, keys: _Keys) -> bytes:
     parts = [encode(v, keys) if type(v) is dict else _value(v, keys) for v in items]
     offsets = list(accumulate(map(len, parts), initial=0))
     n = len(parts)
-    if n < _SMALL and offsets[-1] < _SMALL:
+    if n < _SMALL and offsets[-1] < _SMALL:  # inline, as in variant._array: this runs per array
         return bytes((3, n, *offsets)) + b"".join(parts)
     return _container(parts, offsets, 3, None)
 
