@@ -136,7 +136,8 @@ class _Placer:
                 if key is not None:
                     if len(self.by_key) >= 1 << 16:
                         self.by_key.clear()
-                    self.by_key[key] = reader
+                    # the other direction of the connection is the same connection: placed alike
+                    self.by_key[key] = self.by_key[key[4:8] + key[:4] + key[10:] + key[8:10]] = reader
             elif self.fragments.seen:
                 return EVERY
             elif isinstance(got, CaptureIssue):
@@ -207,6 +208,7 @@ class _PcapIndex:
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, linktype, get = self._record.unpack_from, self.linktype, known.get
+        ethernet, headers = linktype == 1, _ETHERNET_IPV4_TCP
         window = _Window(self.pread, size)
         buf, mv, base = window.buf, window.mv, window.base
         # Placed packets not yet handed over: from file offset run_at, the packets from run_first on.
@@ -223,8 +225,13 @@ class _PcapIndex:
             head = caplen if caplen < HEAD else HEAD
             if caplen > MAX_RECORD or end > size or len(buf) - pos < 16 + head:
                 break
-            key = plain_tcp_key(linktype, buf, pos + 16, head)
-            reader = get(key) if key is not None else None
+            reader = None
+            if ethernet and head >= 54:  # plain_tcp_key, written out: this loop is every packet
+                ethertype, version_ihl, total, fragment, protocol, key, doff = headers(buf, pos + 16)
+                end_ip = head if total == 0 or head < 14 + total else 14 + total
+                if ethertype == 0x0800 and version_ihl == 0x45 and protocol == 6 and not fragment & 0x3FFF:
+                    if (total == 0 or total >= 40) and doff >= 0x50 and 34 + (doff >> 4) * 4 <= end_ip:
+                        reader = get(key)
             if reader is None or reader != run_reader:
                 if run_reader is not None:
                     yield run_at, offset - run_at, run_first, index - run_first, run_reader, False

@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kafka_protocol_source.capture import CaptureIssue, TcpSegment, gzip_ranges, index, read_packets
@@ -213,6 +213,10 @@ _BASE_FRAMES = [
 
 
 @settings(max_examples=1000, deadline=None)
+@example(base=_BASE_FRAMES[0], changes=[(46, 0x40)], keep=120)  # a TCP header of 16 bytes
+@example(base=_BASE_FRAMES[0], changes=[(20, 0x20)], keep=120)  # more fragments follow
+@example(base=_BASE_FRAMES[0], changes=[(16, 0), (17, 39)], keep=120)  # IP total length short of headers
+@example(base=_BASE_FRAMES[1], changes=[(17, 50)], keep=120)  # TCP options past the IP total length
 @given(
     base=st.sampled_from(_BASE_FRAMES),
     changes=st.lists(st.tuples(st.integers(0, 69), st.integers(0, 255)), max_size=4),
@@ -229,6 +233,12 @@ def test_the_plain_packet_shortcut_only_takes_packets_the_decoder_reads_the_same
     key = plain_tcp_key(1, data)
     # as the pcap pass asks it: the packet's captured bytes inside a window of the file
     assert plain_tcp_key(1, b"h" * 16 + data + bytes(frame[keep:]), 16, len(data)) == key
+    # and as the pcap pass's own loop asks it (written out there): a packet whose endpoints as
+    # captured are known comes placed exactly when plain_tcp_key gives those endpoints
+    blob = pb.pcap([(0, bytes(data), len(base))])
+    known = {bytes(frame[26:38]): 5}
+    records = list(index._PcapIndex(lambda n, at: blob[at : at + n], len(blob)).records(known))
+    assert (records[1][4] == 5) == (key is not None and key in known)
     if key is None:
         return
     got = PacketDecoder(FragmentReassembler(10**9, 8)).decode(0, 0, 0, 1, data, len(base))
