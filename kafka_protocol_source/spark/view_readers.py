@@ -15,6 +15,7 @@ from ..codec.decoder import decoder_for
 from ..views.connections import connection_rows
 from ..views.groups import GROUP_APIS, group_rows
 from ..views.lag import FETCH, lag_rows
+from ..views.outcomes import response_error_codes
 from ..views.topic_names import TOPIC_NAMING_APIS, TopicNames
 from .options import ReadOptions
 from .view_schemas import VIEW_SCHEMAS
@@ -44,7 +45,13 @@ def derived_rows(
     view: str, exchanges: Iterable, paths: Sequence[str], options: ReadOptions, names: TopicNames | None = None
 ) -> Iterator[dict]:
     if view == "connections":
-        return connection_rows(exchanges, paths, ports=options.ports, max_buffered_bytes=options.max_buffered_bytes)
+        return connection_rows(
+            exchanges,
+            paths,
+            ports=options.ports,
+            max_buffered_bytes=options.max_buffered_bytes,
+            response_codes=response_error_codes(decoder_for(options.specs).registry),
+        )
     if view == "groups":
         return group_rows(exchanges, decoder_for(options.specs))
     return lag_rows(exchanges, names)

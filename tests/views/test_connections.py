@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from kafka_protocol_source.views.connections import CONNECTION_COLUMNS, read_connections
+from kafka_protocol_source.views.outcomes import error_codes
 from tests.capture import pcapbuild as pb
 from tests.framing.kafkaflow import metadata_v1_request, metadata_v1_response, sized
 from tests.samples.catalog import exchanges, sample, sample_names
@@ -96,6 +97,10 @@ def test_the_kafka_side_of_each_row_is_the_exchanges_read_on_that_connection(nam
         assert row["exchanges"] == len(mine)
         assert row["client_ids"] == sorted({e.client_id for e in mine if e.client_id})
         assert row["exchanges_not_ok"] == sum(e.status != "ok" for e in mine)
+        # the view finds error codes where the spec puts them; a walk of every body finds the same
+        walked = [error_codes(e.response) for e in mine if e.response]
+        assert row["error_responses"] == sum(1 for codes in walked if codes)
+        assert row["error_codes"] == sorted({c for codes in walked for c in codes})
         assert list(row) == list(CONNECTION_COLUMNS)
 
 
