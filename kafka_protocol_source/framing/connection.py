@@ -87,11 +87,12 @@ class Connection:
                     self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
                 head += ev.data[: BACKLOG_LIMIT - len(head)]
             return self._decide()
-        self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
         if self.kafka and not self.tls:
             return self._route(
                 self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index), ev.direction
             )
+        if self.tls:  # the TLS row's sizes (a Kafka connection's rows size their own frames)
+            self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
         return []
 
     def gap(self, ev: StreamGap) -> list[Exchange]:

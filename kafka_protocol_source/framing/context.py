@@ -9,7 +9,7 @@ the protocol has (``known``, from the bundled definitions) and their names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from .decoding import BodyDecoder
 from .sniff import ApiVersionsTable
@@ -18,6 +18,7 @@ from .splitter import DEFAULT_MAX_FRAME_SIZE
 DEFAULT_PORTS = frozenset({9092})
 FILE_SHIFT = 40
 FILE_MASK = (1 << FILE_SHIFT) - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # + timedelta: exact, and cheaper than fromtimestamp
 
 
 @dataclass(slots=True)
@@ -57,6 +58,6 @@ class CaptureContext:
         if ns is None or ns == 0:  # 0: the capture recorded no time (pcapng simple packets, dumps)
             return None
         try:
-            return datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
+            return _EPOCH + timedelta(microseconds=ns // 1000)
         except (OverflowError, OSError, ValueError):  # beyond what a datetime holds (an absurd if_tsoffset)
             return None

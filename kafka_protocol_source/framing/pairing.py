@@ -36,7 +36,7 @@ from .model import (
     Exchange,
     Frame,
 )
-from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, read_request_header
+from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
 _SIZE = struct.Struct(">i")
@@ -134,7 +134,7 @@ class Pairer:
 
     def _decoded_request(self, frame: Frame, decoded: dict) -> None:
         self.sasl_mode = False
-        header = RequestHeader(
+        header = new_request_header(
             len(frame.payload),
             decoded["api_key"],
             decoded["api_version"],
