@@ -228,8 +228,8 @@ class _PcapIndex:
             reader = None
             if ethernet and head >= 54:  # plain_tcp_key, written out: this loop is every packet
                 ethertype, version_ihl, total, fragment, protocol, key, doff = headers(buf, pos + 16)
-                end_ip = head if total == 0 or head < 14 + total else 14 + total
                 if ethertype == 0x0800 and version_ihl == 0x45 and protocol == 6 and not fragment & 0x3FFF:
+                    end_ip = head if total == 0 or head < 14 + total else 14 + total
                     if (total == 0 or total >= 40) and doff >= 0x50 and 34 + (doff >> 4) * 4 <= end_ip:
                         reader = get(key)
             if reader is None or reader != run_reader:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..codec.decoder import decoder_for
+from ..spec.registry import registry_for
 from ..views.connections import connection_rows
 from ..views.groups import GROUP_APIS, group_rows
 from ..views.lag import FETCH, lag_rows
@@ -50,7 +51,7 @@ def derived_rows(
             paths,
             ports=options.ports,
             max_buffered_bytes=options.max_buffered_bytes,
-            response_codes=response_error_codes(decoder_for(options.specs).registry),
+            response_codes=response_error_codes(registry_for(options.specs)),
         )
     if view == "groups":
         return group_rows(exchanges, decoder_for(options.specs))

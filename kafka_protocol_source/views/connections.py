@@ -27,7 +27,7 @@ from ..pipeline import read_capture
 from ..spec.registry import registry_for
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 from ..tcp.stats import ConnectionStats, connection_stats
-from .outcomes import ResponseErrorCodes, error_codes, error_names, response_error_codes
+from .outcomes import ResponseErrorCodes, error_names, exchange_error_codes, response_error_codes
 
 CONNECTION_COLUMNS = (
     "capture_file",
@@ -179,10 +179,7 @@ class ConnectionsBuilder:
             k.api_names.add(ex.api_name)
         if ex.status != OK:
             k.not_ok += 1
-        codes: list[int] = []
-        if ex.response:
-            found = self.response_codes
-            codes = found.codes(ex.api_key, ex.api_version, ex.response) if found else error_codes(ex.response)
+        codes = exchange_error_codes(ex, self.response_codes)
         if codes:
             k.error_responses += 1
             k.codes.update(codes)

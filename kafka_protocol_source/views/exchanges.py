@@ -14,7 +14,7 @@ from collections.abc import Callable
 from operator import attrgetter
 
 from ..spec.error_codes import error_name
-from .outcomes import ResponseErrorCodes, error_codes
+from .outcomes import ResponseErrorCodes, exchange_error_codes
 from .variant_spec import BodyEncoder, BodyEncoders
 
 EXCHANGE_COLUMNS = (
@@ -45,13 +45,7 @@ _COLUMN_VALUES = attrgetter(*EXCHANGE_COLUMNS)  # one call for all of them: this
 def exchange_row(ex, corrupt_column: str | None = None, response_codes: ResponseErrorCodes | None = None) -> dict:
     """``response_codes``: finds the error codes through the spec (the same codes, found faster)."""
     row = dict(zip(EXCHANGE_COLUMNS, _COLUMN_VALUES(ex), strict=True))
-    codes = None
-    if ex.response:
-        codes = (
-            response_codes.codes(ex.api_key, ex.api_version, ex.response)
-            if response_codes is not None
-            else error_codes(ex.response)
-        )
+    codes = exchange_error_codes(ex, response_codes)
     row["error_codes"] = codes
     row["error_names"] = [error_name(c) for c in codes] if codes is not None else None
     row["outcome"] = outcome(ex.status, codes)

@@ -43,6 +43,16 @@ def error_codes(body: dict) -> list[int]:
     return sorted(found)
 
 
+def exchange_error_codes(ex, response_codes: ResponseErrorCodes | None = None) -> list[int] | None:
+    """The error codes of ``ex``'s response, None without one: through the spec with
+    ``response_codes``, else by a walk of the whole body."""
+    if not ex.response:
+        return None
+    if response_codes is None:
+        return error_codes(ex.response)
+    return response_codes.codes(ex.api_key, ex.api_version, ex.response)
+
+
 def error_names(codes) -> list[str]:
     return [error_name(c) for c in codes]
 
