@@ -10,7 +10,8 @@ a VARIANT INT16, where ``variant.py`` would write a small value as INT8. int16 i
 fields of Kafka bodies are (error codes, api keys, versions, partition counts). At a fixed width,
 a run of int8, int16, bool and float64 fields has a fixed size, and is written by one
 ``struct.pack``. An object of nothing else, such as ApiVersions' api key ranges, is then one
-constant header and one pack. Wider integers keep the smallest width that holds each value, as
+constant header and one pack, and an array of such objects one header known from its length and a
+pack per element. Wider integers keep the smallest width that holds each value, as
 a fixed INT or BIGINT would cost 3 to 7 bytes more per value. Spark reads integers of any width
 as the same value (``schema_of_variant`` calls them all BIGINT).
 
@@ -242,6 +243,10 @@ def _expression(f: Field, i: int, keys: _Keys, compiled: dict[int, Callable], sc
         element = f.element
         if isinstance(element, Struct):
             name = _scoped(scope, f"elements{i}", _compile(element, keys, compiled))
+            fixed = _fixed_struct_array(element, keys, scope[name])
+            if fixed is not None:
+                name = _scoped(scope, f"fixed_elements{i}", fixed)
+                return f"{name}({v}, keys) if type({v}) is list else {other}"
             _scoped(scope, "struct_array", _struct_array)
             return f"struct_array({v}, {name}, keys) if type({v}) is list else {other}"
         if element in _FIXED:
@@ -265,6 +270,66 @@ def _struct_array(items: list, encode: Callable, keys: _Keys) -> bytes:
     if n < _SMALL and offsets[-1] < _SMALL:  # inline, as in variant._array: this runs per array
         return bytes((3, n, *offsets)) + b"".join(parts)
     return _container(parts, offsets, 3, None)
+
+
+def _fixed_struct_array(struct_: Struct, keys: _Keys, element: Callable) -> Callable[[list, _Keys], bytes] | None:
+    """For a struct of fixed-width fields only (ApiVersions' api key ranges, say), arrays of it
+    encoded in one go: every element has the same size and header, so the array's header for n
+    elements is known beforehand, and each element is one ``struct.pack`` of its header and
+    values. An array holding anything else (an element not a dict of exactly the spec's fields, a
+    value that does not pack) is encoded element by element with ``element``, as any other is."""
+    fields = sorted(struct_.fields + struct_.tagged, key=lambda f: f.name)
+    if not fields or not all(_fixed_size(f) for f in fields) or len({f.name for f in fields}) != len(fields):
+        return None
+    fmt, args = "<", []
+    for f in fields:
+        if f.kind == "bool":
+            fmt += "B"
+            args.append(f"bool_[x[{f.name!r}]]")
+        else:
+            char, type_byte = _FIXED[f.kind]
+            fmt += "B" + char
+            args += [str(type_byte), f"x[{f.name!r}]"]
+    offsets = list(accumulate(map(_fixed_size, fields), initial=0))
+    if offsets[-1] >= _SMALL:
+        return None
+    element_head = _object_head([keys[f.name] for f in fields], 1) + bytes(offsets)
+    size = len(element_head) + offsets[-1]
+    heads: dict[int, bytes] = {}  # per element count, the array's header and offsets
+
+    def head_of(n: int) -> bytes:
+        found = heads.get(n)
+        if found is None:
+            found = _container([], list(range(0, n * size + 1, size)), 3, None)
+            if len(heads) < 256:
+                heads[n] = found
+        return found
+
+    scope: dict = {
+        "pack": struct.Struct(f"<{len(element_head)}s" + fmt[1:]).pack,
+        "element_head": element_head,
+        "bool_": _BOOL,
+        "head_of": head_of,
+        "one_type": {dict},
+        "one_size": {len(fields)},
+        "errors": (struct.error, KeyError, TypeError),
+        "by_element": _struct_array,
+        "element": element,
+        "empty": _EMPTY_ARRAY,
+    }
+    src = [
+        f"def encode(items, keys):  # array of {struct_.name}",
+        "    if not items:",
+        "        return empty",
+        "    if set(map(type, items)) == one_type and set(map(len, items)) == one_size:",
+        "        try:",
+        f"            return head_of(len(items)) + b''.join([pack(element_head, {', '.join(args)}) for x in items])",
+        "        except errors:",
+        "            pass",
+        "    return by_element(items, element, keys)",
+    ]
+    exec("\n".join(src), scope)  # noqa: S102 - source built here from the spec and fixed templates only
+    return scope["encode"]
 
 
 def _fixed_array(fmt: str, type_byte: int) -> Callable[[list, _Keys], bytes]:

@@ -140,3 +140,35 @@ def test_the_exchanges_view_encodes_each_body_with_its_message_versions_encoder(
             assert row[column]["value"] == expected
             unlike_generic += generic.encode(body)[0] != expected
     assert unlike_generic > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    count=st.sampled_from([0, 1, 14, 15, 16, 300, 3641, 3700]),
+    odd=st.sampled_from([None, "extra key", "missing key", "not a dict", "too wide", "not an int", "null"]),
+    where=st.integers(0, 3700),
+)
+def test_an_array_of_fixed_width_structs_reads_back_whatever_it_holds(count, odd, where):
+    """ApiVersions' api key ranges (int16 fields only) are encoded a whole array at a time, with
+    headers known from the count: 14 ranges fit one-byte offsets and 15 do not, 3641 fit two-byte
+    offsets and 3642 do not. One odd element sends the whole array element by element."""
+    encoders, encoder = _SHARED
+    body, api_key, version, request = next(b for b in _bodies() if b[1] == API_VERSIONS and not b[3])
+    ranges = copy.deepcopy(body)
+    ranges["api_keys"] = [{"api_key": i % 70, "min_version": 0, "max_version": i % 300 - 20} for i in range(count)]
+    if odd is not None and count:
+        entry = ranges["api_keys"][where % count]
+        if odd == "extra key":
+            entry["unknown_tag_7"] = b"\x01"
+        elif odd == "missing key":
+            del entry["min_version"]
+        elif odd == "not a dict":
+            ranges["api_keys"][where % count] = [1, 2, 3]
+        elif odd == "too wide":
+            entry["max_version"] = 1 << 20
+        elif odd == "not an int":
+            entry["api_key"] = "18"
+        else:
+            entry["min_version"] = None
+    encoded, metadata = encoder.encode(ranges, _spec(encoders, api_key, version, request))
+    assert VariantUtils.to_python(encoded, metadata) == _expected(ranges)
