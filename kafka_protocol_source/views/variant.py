@@ -238,6 +238,7 @@ _ENCODE_AS = {  # per type a field had when its shape was first seen, how value 
     list: "array(v{i}, keys) if type(v{i}) is list else value(v{i}, keys)",
     type(None): "null if v{i} is None else value(v{i}, keys)",
     bool: "(true if v{i} else false) if type(v{i}) is bool else value(v{i}, keys)",
+    bytes: f"bin_head({_BINARY}, len(v{{i}})) + v{{i}} if type(v{{i}}) is bytes else value(v{{i}}, keys)",
 }
 
 
@@ -302,6 +303,7 @@ _TEMPLATE_NAMES = {
     "str_": _str,
     "small_ints": _SMALL_INTS.get,
     "heads": _SHORT_STRING_HEADS,
+    "bin_head": _BIN_HEAD.pack,
     "true": _TRUE,
     "false": _FALSE,
     "null": _NULL,

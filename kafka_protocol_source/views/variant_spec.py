@@ -32,8 +32,6 @@ from itertools import accumulate, repeat
 from ..spec.ir import Field, Struct
 from ..spec.registry import SpecRegistry
 from .variant import (
-    _BIN_HEAD,
-    _BINARY,
     _EMPTY_ARRAY,
     _ENCODE_AS,
     _FALSE,
@@ -234,8 +232,7 @@ def _expression(f: Field, i: int, keys: _Keys, compiled: dict[int, Callable], sc
     if f.kind in _WIDE_INTS:
         return _ENCODE_AS[int].format(i=i)
     if f.kind in _BYTES:
-        _scoped(scope, "bin_head", _BIN_HEAD.pack)
-        return f"bin_head({_BINARY}, len({v})) + {v} if type({v}) is bytes else {other}"
+        return _ENCODE_AS[bytes].format(i=i)
     if f.kind == "struct" and f.struct is not None:
         name = _scoped(scope, f"struct{i}", _compile(f.struct, keys, compiled))
         return f"{name}({v}, keys) if type({v}) is dict else {other}"
