@@ -250,6 +250,7 @@ def _expression(f: Field, i: int, keys: _Keys, compiled: dict[int, Callable], sc
             fmt, type_byte = _FIXED[element]
             name = _scoped(scope, f"items{i}", _fixed_array(fmt, type_byte))
             return f"{name}({v}, keys) if type({v}) is list else {other}"
+        return _ENCODE_AS[list].format(i=i)  # strings, wider ints: the generic array, without a call to get to it
     return other
 
 
