@@ -7,6 +7,7 @@ Owns: the shape of what `reassemble` yields. Does not own the reassembly itself 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..capture.model import fast_constructor
 
@@ -26,9 +27,11 @@ class ConnectionKey:
     instance: int
 
 
-@dataclass(frozen=True, slots=True)
-class Direction:
-    """One direction of a connection: bytes flow from (src_ip, src_port) to (dst_ip, dst_port)."""
+class Direction(NamedTuple):
+    """One direction of a connection: bytes flow from (src_ip, src_port) to (dst_ip, dst_port).
+
+    A named tuple, not a dataclass: the framing stage keys dicts by it and compares it for every
+    chunk, and a tuple hashes and compares in C."""
 
     src_ip: str
     src_port: int
