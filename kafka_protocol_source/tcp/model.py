@@ -12,12 +12,12 @@ from typing import NamedTuple
 from ..capture.model import fast_constructor
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionKey:
+class ConnectionKey(NamedTuple):
     """One TCP connection: its endpoints in a canonical order plus an instance number.
 
     `instance` counts connections on the same 4-tuple (0 for the first), so a 4-tuple reused
-    after FIN/RST, or by a SYN with a new ISN, gets a new key.
+    after FIN/RST, or by a SYN with a new ISN, gets a new key. A named tuple, not a dataclass:
+    the pipeline looks a connection up by it for every chunk, and a tuple hashes and compares in C.
     """
 
     a_ip: str
@@ -30,8 +30,8 @@ class ConnectionKey:
 class Direction(NamedTuple):
     """One direction of a connection: bytes flow from (src_ip, src_port) to (dst_ip, dst_port).
 
-    A named tuple, not a dataclass: the framing stage keys dicts by it and compares it for every
-    chunk, and a tuple hashes and compares in C."""
+    A named tuple, as ``ConnectionKey`` is: the framing stage keys dicts by it and compares it with
+    the client side for every chunk."""
 
     src_ip: str
     src_port: int
