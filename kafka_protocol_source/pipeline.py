@@ -217,7 +217,11 @@ def _session_packets(
             if limit is not None and item.packet_index >= limit:
                 break
             if shift:
-                item = replace(item, packet_index=item.packet_index + shift)
+                index = item.packet_index + shift
+                if isinstance(item, TcpSegment):
+                    item = item._replace(packet_index=index)
+                else:
+                    item = replace(item, packet_index=index)
             for c in contexts.values():
                 c.position = item.packet_index
             yield item

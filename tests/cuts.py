@@ -10,7 +10,7 @@ lie wholly after a cut.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_protocol_source.capture import TcpSegment, read_packets
@@ -47,14 +47,14 @@ def mid_segment(segments, first: int, trim: int) -> Cut:
     kept = list(segments[first:])
     for i, s in enumerate(kept):
         if len(s.payload) > trim:
-            kept[i] = replace(s, seq=(s.seq + trim) & 0xFFFFFFFF, payload=s.payload[trim:])
+            kept[i] = s._replace(seq=(s.seq + trim) & 0xFFFFFFFF, payload=s.payload[trim:])
             return Cut(tuple(kept[i:]))
     return Cut(tuple(kept))
 
 
 def one_side(segments, keep_port: int) -> Cut:
     """Payloads only from the side whose source port is ``keep_port`` (the other side's ACKs stay)."""
-    return Cut(tuple(s if s.src_port == keep_port else replace(s, payload=b"", missing=0) for s in segments))
+    return Cut(tuple(s if s.src_port == keep_port else s._replace(payload=b"", missing=0) for s in segments))
 
 
 def pieces(segments, count: int) -> list[Cut]:

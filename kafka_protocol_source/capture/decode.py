@@ -15,7 +15,7 @@ import socket
 import struct
 
 from .fragments import FragmentReassembler
-from .model import CaptureIssue, new_tcp_segment
+from .model import CaptureIssue, TcpSegment
 
 _IPV4 = struct.Struct("!BxHHHxB2x4s4s").unpack_from  # ver/ihl, total, id, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHB1x16s16s").unpack_from  # payload length, next header, src, dst
@@ -91,7 +91,7 @@ class PacketDecoder:
                 start = 34 + (off_flags >> 12) * 4
                 if start >= 54 and start <= end:
                     names = self._names
-                    return new_tcp_segment(
+                    return TcpSegment(
                         ts,
                         names.get(src) or self._name(src),
                         sport,
@@ -256,6 +256,6 @@ class PacketDecoder:
         names = self._names
         s = names.get(src) or self._name(src)
         d = names.get(dst) or self._name(dst)
-        return new_tcp_segment(
+        return TcpSegment(
             ts, s, sport, d, dport, seq, ack, off_flags & 0x1FF, bytes(data[pos + doff : end]), missing, index, offset
         )

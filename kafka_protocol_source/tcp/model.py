@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..capture.model import fast_constructor
-
 
 class ConnectionKey(NamedTuple):
     """One TCP connection: its endpoints in a canonical order plus an instance number.
@@ -39,9 +37,9 @@ class Direction(NamedTuple):
     dst_port: int
 
 
-@dataclass(frozen=True, slots=True)
-class StreamChunk:
-    """In-order bytes of one direction, as carried by one packet.
+class StreamChunk(NamedTuple):
+    """In-order bytes of one direction, as carried by one packet (a named tuple, as ``TcpSegment``
+    is: one is made for every packet with a payload).
 
     `offset` is the stream offset of data[0] (0 = first byte after the SYN, or the first byte seen
     when the capture started mid-connection); `timestamp_ns` and `packet_index` are those of the
@@ -89,6 +87,3 @@ class FlowEvent:
     direction: Direction | None = None
     initiator: Direction | None = None
     detail: str = ""
-
-
-new_chunk = fast_constructor(StreamChunk)

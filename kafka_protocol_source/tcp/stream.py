@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from .model import ConnectionKey, Direction, StreamGap, new_chunk
+from .model import ConnectionKey, Direction, StreamChunk, StreamGap
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
@@ -69,7 +69,7 @@ class DirectionStream:
             start = offset
         if start == offset and not self._pieces:
             if payload:
-                out.append(new_chunk(self.conn, self.direction, start, payload, ts, index))
+                out.append(StreamChunk(self.conn, self.direction, start, payload, ts, index))
             if missing:
                 out.append(StreamGap(self.conn, self.direction, start + len(payload), missing, ts, "snaplen_cut"))
             self.offset = end
@@ -110,7 +110,7 @@ class DirectionStream:
         if data is None:
             out.append(StreamGap(self.conn, self.direction, start, end - start, ts, "snaplen_cut"))
         else:
-            out.append(new_chunk(self.conn, self.direction, start, data, ts, index))
+            out.append(StreamChunk(self.conn, self.direction, start, data, ts, index))
         self.buffered -= end - start
         self.offset = end
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..capture import CaptureError, TcpSegment, read_packets
@@ -118,7 +118,7 @@ def session_segments(paths: Sequence[str]) -> Iterator[TcpSegment]:
         try:
             for item in read_packets(path):
                 if item.__class__ is TcpSegment:
-                    yield replace(item, packet_index=item.packet_index + shift) if shift else item
+                    yield item._replace(packet_index=item.packet_index + shift) if shift else item
         except (CaptureError, OSError):
             continue  # read_capture reports the file as a capture_error row, or reads it as a dump
 
