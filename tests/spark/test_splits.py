@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import struct
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -165,8 +164,8 @@ def _fetching_connection_cut_in_two(tmp_path: Path) -> Path:
         if s.packet_index >= fetch.request_packet:
             return s
         if s.src_port == port:
-            return replace(s, src_port=other)
-        return replace(s, dst_port=other) if s.dst_port == port else s
+            return s._replace(src_port=other)
+        return s._replace(dst_port=other) if s.dst_port == port else s
 
     return Cut(tuple(map(moved, segments_of(TANSU_CONFLUENT)))).write(tmp_path / "cut_in_two.pcap")
 
