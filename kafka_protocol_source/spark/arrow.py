@@ -1,5 +1,6 @@
 """Rows to pyarrow RecordBatches that match the Spark schema exactly.
 
+A batch is given as rows (dicts keyed by column) or as its columns (a list of values each).
 Columns are built straight from the decoded values with ``pa.array(values, type=...)`` (no
 tuples, no per-row Spark conversion): typed bodies are dicts that pyarrow maps onto the struct
 type by field name (keys the schema lacks are ignored, fields a dict lacks are null). VARIANT
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -31,10 +32,11 @@ class BatchBuilder:
         self,
         schema: StructType,
         variants: VariantEncoder | None = None,
-        bodies: Mapping[str, Callable[[dict], BodySpec | None]] | None = None,
+        bodies: Mapping[str, Callable[[Mapping[str, list], int], Sequence[BodySpec | None]]] | None = None,
     ):
-        """``bodies``: per VARIANT column, what the value of a row should be (an encoder compiled
-        for it: ``views/variant_spec.py``), where that is known."""
+        """``bodies``: per VARIANT column, given a batch's columns and its row count, what the
+        value of each row should be (an encoder compiled for it: ``views/variant_spec.py``, or
+        None), where that is known."""
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.variants = variants or process_encoder()
@@ -42,13 +44,20 @@ class BatchBuilder:
         self._needs: dict[int, bool] = {}  # id of a Spark type -> whether its values need fixing
 
     def build(self, rows: list[dict]) -> pa.RecordBatch:
+        """A batch of rows given as dicts keyed by column."""
+        return self.build_columns({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields}, len(rows))
+
+    def build_columns(self, columns: Mapping[str, list], n: int) -> pa.RecordBatch:
+        """A batch of ``n`` rows given as a list of values per column (a column not given is null)."""
         arrays = []
         for field, arrow_field in zip(self.schema.fields, self.arrow_schema, strict=True):
-            values = [row.get(field.name) for row in rows]
+            values = columns.get(field.name)
+            if values is None:
+                values = [None] * n
             dtype = field.dataType
             if isinstance(dtype, VariantType):
                 spec_of = self.bodies.get(field.name)
-                specs = [spec_of(row) for row in rows] if spec_of is not None else [None] * len(rows)
+                specs = spec_of(columns, n) if spec_of is not None else [None] * n
                 arrays.append(self._variant_array(values, specs, arrow_field.type))
                 continue
             if self._needs_fixing(dtype):
@@ -56,7 +65,7 @@ class BatchBuilder:
             arrays.append(pa.array(values, type=arrow_field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
-    def _variant_array(self, values: list, specs: list, arrow_type: pa.StructType) -> pa.StructArray:
+    def _variant_array(self, values: list, specs: Sequence, arrow_type: pa.StructType) -> pa.StructArray:
         encode = self.variants.encode
         data, meta, mask = [], [], []
         for v, spec in zip(values, specs, strict=True):

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
@@ -23,7 +25,7 @@ from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
-from ..views.exchanges import body_specs, exchange_row
+from ..views.exchanges import body_specs, exchange_columns, exchange_row
 from ..views.outcomes import response_error_codes
 from ..views.records import TopicNames, record_rows
 from ..views.topic_names import learning_as_read
@@ -140,20 +142,28 @@ class PartitionReader:
     def read(self, partition: CapturePartition):
         if not partition.path:
             return
-        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(decoder_for(self.options.specs).registry)))
+        o = self.options
+        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(decoder_for(o.specs).registry)))
+        build: Callable[[list], pa.RecordBatch] = builder.build
+        if o.view == "exchanges":  # _rows gives the exchanges themselves: a batch is built from their columns
+            corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
+            build = partial(_exchanges_batch, builder, corrupt, response_error_codes(decoder_for(o.specs).registry))
         rows = []
         for row in self._rows(partition):
             rows.append(row)
             if len(rows) >= BATCH_ROWS:
-                yield builder.build(rows)
+                yield build(rows)
                 rows = []
         if rows:
-            yield builder.build(rows)
+            yield build(rows)
 
     def _rows(self, partition: CapturePartition):
+        """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges."""
         o = self.options
         if partition.notice is not None:
-            if o.view != "records" and o.mode == "PERMISSIVE":
+            if o.view == "exchanges" and o.mode == "PERMISSIVE":
+                yield notice_row(partition.path, partition.notice)
+            elif o.view != "records" and o.mode == "PERMISSIVE":
                 yield exchange_row(notice_row(partition.path, partition.notice), None)
             elif o.mode == "FAILFAST":
                 raise RuntimeError(
@@ -192,8 +202,6 @@ class PartitionReader:
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
         emit = partition.emit
-        corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-        codes = response_error_codes(decoder_for(o.specs).registry)
         for ex in exchanges:
             if emit is not None and not emit.wants(ex, paths):
                 if records_view:
@@ -205,7 +213,7 @@ class PartitionReader:
                 names.learn(ex)
                 yield from record_rows(ex, names)
             else:
-                yield exchange_row(ex, corrupt, codes)
+                yield ex
 
     def _keeps_exchange(self, ex) -> bool:
         """Whether the rows of this exchange (or of its records) are kept: of the requested
@@ -220,6 +228,10 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _exchanges_batch(builder: BatchBuilder, corrupt: str | None, codes, exchanges: list) -> pa.RecordBatch:
+    return builder.build_columns(exchange_columns(exchanges, corrupt, codes), len(exchanges))
 
 
 def notice_row(path: str, error: str) -> Exchange:

@@ -10,7 +10,8 @@ error code, or else the status itself (``malformed``, ``unanswered``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from operator import attrgetter
 
 from ..spec.error_codes import error_name
@@ -39,19 +40,30 @@ EXCHANGE_COLUMNS = (
     "response",
 )
 OK, ERROR_RESPONSE = "ok", "error_response"
-_COLUMN_VALUES = attrgetter(*EXCHANGE_COLUMNS)  # one call for all of them: this runs once per row
+_GETTERS = [(name, attrgetter(name)) for name in EXCHANGE_COLUMNS]
+
+
+def exchange_columns(
+    exchanges: list, corrupt_column: str | None = None, response_codes: ResponseErrorCodes | None = None
+) -> dict[str, list]:
+    """The exchanges view's columns of ``exchanges``, a list of values per column: what a batch of
+    rows is built from (each plain column read by one ``map``, not row by row). ``response_codes``:
+    finds the error codes through the spec (the same codes, found faster)."""
+    columns = {name: list(map(get, exchanges)) for name, get in _GETTERS}
+    codes = [exchange_error_codes(ex, response_codes) for ex in exchanges]
+    columns["error_codes"] = codes
+    columns["error_names"] = [[error_name(c) for c in found] if found is not None else None for found in codes]
+    columns["outcome"] = list(map(outcome, columns["status"], codes))
+    if corrupt_column:
+        columns[corrupt_column] = [
+            ex.raw_request if ex.raw_request is not None else ex.raw_response for ex in exchanges
+        ]
+    return columns
 
 
 def exchange_row(ex, corrupt_column: str | None = None, response_codes: ResponseErrorCodes | None = None) -> dict:
-    """``response_codes``: finds the error codes through the spec (the same codes, found faster)."""
-    row = dict(zip(EXCHANGE_COLUMNS, _COLUMN_VALUES(ex), strict=True))
-    codes = exchange_error_codes(ex, response_codes)
-    row["error_codes"] = codes
-    row["error_names"] = [error_name(c) for c in codes] if codes is not None else None
-    row["outcome"] = outcome(ex.status, codes)
-    if corrupt_column:
-        row[corrupt_column] = ex.raw_request if ex.raw_request is not None else ex.raw_response
-    return row
+    """One exchange's row, keyed by column."""
+    return {name: values[0] for name, values in exchange_columns([ex], corrupt_column, response_codes).items()}
 
 
 def outcome(status: str, codes: list[int] | None) -> str:
@@ -60,9 +72,12 @@ def outcome(status: str, codes: list[int] | None) -> str:
     return status
 
 
-def body_specs(encoders: BodyEncoders) -> dict[str, Callable[[dict], BodyEncoder | None]]:
-    """Per body column of an exchange row, the encoder compiled for its message version."""
-    return {
-        "request": lambda row: encoders.request(row["api_key"], row["api_version"]),
-        "response": lambda row: encoders.response(row["api_key"], row["api_version"]),
-    }
+def body_specs(encoders: BodyEncoders) -> dict[str, Callable[[Mapping[str, list], int], list[BodyEncoder | None]]]:
+    """Per body column, given a batch's columns and its row count: the encoder compiled for each
+    row's message version (None where the batch has no api key or version column)."""
+
+    def specs(of: Callable, columns: Mapping[str, list], n: int) -> list[BodyEncoder | None]:
+        keys, versions = columns.get("api_key"), columns.get("api_version")
+        return [None] * n if keys is None or versions is None else list(map(of, keys, versions))
+
+    return {"request": partial(specs, encoders.request), "response": partial(specs, encoders.response)}
