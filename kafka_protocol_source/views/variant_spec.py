@@ -144,19 +144,12 @@ def _compile(struct_: Struct, keys: _Keys, compiled: dict[int, Callable]) -> Cal
             run.append(i)
             i += 1
         if run:
-            fmt, size = "<", 0
-            args: list[str] = []
+            size = 0
             for j in run:
                 offsets.append((len(parts), size))
-                if fields[j].kind == "bool":
-                    fmt += "B"
-                    args.append(f"bool_[v{j}]")
-                else:
-                    char, type_byte = _FIXED[fields[j].kind]
-                    fmt += "B" + char
-                    args += [str(type_byte), f"v{j}"]
                 size += _fixed_size(fields[j])
-            pack = _scoped(scope, f"pack{len(parts)}", struct.Struct(fmt).pack)
+            fmt, args = _fixed_run([(fields[j], f"v{j}") for j in run])
+            pack = _scoped(scope, f"pack{len(parts)}", struct.Struct("<" + fmt).pack)
             parts.append((f"{pack}({', '.join(args)})", size))
         else:
             offsets.append((len(parts), 0))
@@ -203,6 +196,21 @@ def _compile(struct_: Struct, keys: _Keys, compiled: dict[int, Callable]) -> Cal
     exec("\n".join(src), scope)  # noqa: S102 - source built here from the spec and fixed templates only
     compiled[id(struct_)] = scope["encode"]
     return scope["encode"]
+
+
+def _fixed_run(fields: list[tuple[Field, str]]) -> tuple[str, list[str]]:
+    """For fixed-width fields (each with the source of its value), the ``struct`` format (without
+    byte order) and the pack arguments that write their VARIANT values one after another."""
+    fmt, args = "", []
+    for f, value in fields:
+        if f.kind == "bool":
+            fmt += "B"
+            args.append(f"bool_[{value}]")
+        else:
+            char, type_byte = _FIXED[f.kind]
+            fmt += "B" + char
+            args += [str(type_byte), value]
+    return fmt, args
 
 
 def _fixed_size(f: Field) -> int:
@@ -279,15 +287,7 @@ def _fixed_struct_array(struct_: Struct, keys: _Keys, element: Callable) -> Call
     fields = sorted(struct_.fields + struct_.tagged, key=lambda f: f.name)
     if not fields or not all(_fixed_size(f) for f in fields) or len({f.name for f in fields}) != len(fields):
         return None
-    fmt, args = "<", []
-    for f in fields:
-        if f.kind == "bool":
-            fmt += "B"
-            args.append(f"bool_[x[{f.name!r}]]")
-        else:
-            char, type_byte = _FIXED[f.kind]
-            fmt += "B" + char
-            args += [str(type_byte), f"x[{f.name!r}]"]
+    fmt, args = _fixed_run([(f, f"x[{f.name!r}]") for f in fields])
     offsets = list(accumulate(map(_fixed_size, fields), initial=0))
     if offsets[-1] >= _SMALL:
         return None
@@ -304,7 +304,7 @@ def _fixed_struct_array(struct_: Struct, keys: _Keys, element: Callable) -> Call
         return found
 
     scope: dict = {
-        "pack": struct.Struct(f"<{len(element_head)}s" + fmt[1:]).pack,
+        "pack": struct.Struct(f"<{len(element_head)}s" + fmt).pack,
         "element_head": element_head,
         "bool_": _BOOL,
         "head_of": head_of,
