@@ -31,6 +31,7 @@ from ..views.records import TopicNames, record_rows
 from ..views.topic_names import learning_as_read
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
+from .gc_scope import long_lived_frozen
 from .naming_pass import naming_changes
 from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
@@ -148,14 +149,15 @@ class PartitionReader:
         if o.view == "exchanges":  # _rows gives the exchanges themselves: a batch is built from their columns
             corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
             build = partial(_exchanges_batch, builder, corrupt, response_error_codes(decoder_for(o.specs).registry))
-        rows = []
-        for row in self._rows(partition):
-            rows.append(row)
-            if len(rows) >= BATCH_ROWS:
+        with long_lived_frozen():
+            rows = []
+            for row in self._rows(partition):
+                rows.append(row)
+                if len(rows) >= BATCH_ROWS:
+                    yield build(rows)
+                    rows = []
+            if rows:
                 yield build(rows)
-                rows = []
-        if rows:
-            yield build(rows)
 
     def _rows(self, partition: CapturePartition):
         """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges."""
