@@ -46,24 +46,35 @@ def test_what_was_alive_is_frozen_inside_and_collectable_again_after():
 
 
 def test_overlapping_blocks_share_one_freeze_until_the_last_ends():
-    outer = long_lived_frozen()
-    inner = long_lived_frozen()
+    # Counted by weak references, not gc.get_freeze_count(): frozen objects other threads free
+    # (a Spark session's, in this process) leave that count as they go.
+    before = Cycle()
+    alive_before = weakref.ref(before)
+    outer, inner = long_lived_frozen(), long_lived_frozen()
     outer.__enter__()
-    frozen = gc.get_freeze_count()
+    between = Cycle()
+    alive_between = weakref.ref(between)
     inner.__enter__()
-    assert gc.get_freeze_count() == frozen  # no second freeze
+    del before, between
+    gc.collect()
+    assert alive_between() is None  # made after the freeze: the inner block froze nothing more
     outer.__exit__(None, None, None)
-    assert gc.get_freeze_count() == frozen  # still frozen: the inner block is under way
+    gc.collect()
+    assert alive_before() is not None  # still frozen: the inner block is under way
     inner.__exit__(None, None, None)
-    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert alive_before() is None
 
 
 def test_a_freeze_made_by_the_process_itself_is_left_in_place():
+    before = Cycle()
+    alive_before = weakref.ref(before)
     gc.freeze()
-    frozen = gc.get_freeze_count()
     with long_lived_frozen():
         pass
-    assert gc.get_freeze_count() == frozen
+    del before
+    gc.collect()
+    assert alive_before() is not None
 
 
 def test_a_partition_read_freezes_while_it_runs_and_unfreezes_when_done_or_abandoned():
