@@ -47,39 +47,43 @@ class BatchBuilder:
         """A batch of rows given as dicts keyed by column."""
         return self.build_columns({f.name: [row.get(f.name) for row in rows] for f in self.schema.fields}, len(rows))
 
-    def build_columns(self, columns: Mapping[str, list], n: int) -> pa.RecordBatch:
-        """A batch of ``n`` rows given as a list of values per column (a column not given is null)."""
+    def build_columns(
+        self, columns: Mapping[str, list], n: int, encoded: Mapping[str, VariantCells] | None = None
+    ) -> pa.RecordBatch:
+        """A batch of ``n`` rows given as a list of values per column (a column not given is null);
+        ``encoded``: VARIANT columns whose values are encoded already."""
         arrays = []
         for field, arrow_field in zip(self.schema.fields, self.arrow_schema, strict=True):
+            dtype = field.dataType
+            if isinstance(dtype, VariantType):
+                cells = encoded.get(field.name) if encoded is not None else None
+                if cells is None:
+                    cells = self._variant_cells(columns, field.name, n)
+                arrays.append(cells.array(arrow_field.type))
+                continue
             values = columns.get(field.name)
             if values is None:
                 values = [None] * n
-            dtype = field.dataType
-            if isinstance(dtype, VariantType):
-                spec_of = self.bodies.get(field.name)
-                specs = spec_of(columns, n) if spec_of is not None else [None] * n
-                arrays.append(self._variant_array(values, specs, arrow_field.type))
-                continue
-            if self._needs_fixing(dtype):
+            elif self._needs_fixing(dtype):
                 values = [self._fix(v, dtype) for v in values]
             arrays.append(pa.array(values, type=arrow_field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
-    def _variant_array(self, values: list, specs: Sequence, arrow_type: pa.StructType) -> pa.StructArray:
+    def _variant_cells(self, columns: Mapping[str, list], name: str, n: int) -> VariantCells:
+        values = columns.get(name)
+        cells = VariantCells()
+        if values is None:
+            cells.nulls(n)
+            return cells
+        spec_of = self.bodies.get(name)
+        specs = spec_of(columns, n) if spec_of is not None else [None] * n
         encode = self.variants.encode
-        data, meta, mask = [], [], []
         for v, spec in zip(values, specs, strict=True):
             if v is None:
-                data.append(b"")
-                meta.append(b"\x01\x00\x00")  # an empty dictionary: children are not nullable
-                mask.append(True)
+                cells.null()
             else:
-                value, metadata = encode(v, spec)
-                data.append(value)
-                meta.append(metadata)
-                mask.append(False)
-        children = [pa.array(data, type=pa.binary()), pa.array(meta, type=pa.binary())]
-        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=pa.array(mask, type=pa.bool_()))
+                cells.add(*encode(v, spec))
+        return cells
 
     # -- values the Arrow types cannot take as they are -------------------------------
 
@@ -115,6 +119,39 @@ class BatchBuilder:
                         fixed[f.name] = nv
             return fixed or value
         return value
+
+
+class VariantCells:
+    """A VARIANT column's cells, added one at a time as they are encoded (or null)."""
+
+    __slots__ = ("mask", "metadata", "values")
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.metadata: list[bytes] = []
+        self.mask: list[bool] = []
+
+    def add(self, value: bytes, metadata: bytes) -> None:
+        self.values.append(value)
+        self.metadata.append(metadata)
+        self.mask.append(False)
+
+    def null(self) -> None:
+        self.values.append(b"")
+        self.metadata.append(_EMPTY_METADATA)
+        self.mask.append(True)
+
+    def nulls(self, n: int) -> None:
+        self.values += [b""] * n
+        self.metadata += [_EMPTY_METADATA] * n
+        self.mask += [True] * n
+
+    def array(self, arrow_type: pa.StructType) -> pa.StructArray:
+        children = [pa.array(self.values, type=pa.binary()), pa.array(self.metadata, type=pa.binary())]
+        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=pa.array(self.mask, type=pa.bool_()))
+
+
+_EMPTY_METADATA = b"\x01\x00\x00"  # an empty dictionary: a null cell's children are not nullable
 
 
 def _json_default(value):

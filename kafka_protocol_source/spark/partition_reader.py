@@ -9,11 +9,9 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
@@ -25,12 +23,13 @@ from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
-from ..views.exchanges import body_specs, exchange_columns, exchange_row
+from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
 from ..views.records import TopicNames, record_rows
 from ..views.topic_names import learning_as_read
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
+from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import naming_changes
 from .options import ReadOptions
@@ -144,20 +143,27 @@ class PartitionReader:
         if not partition.path:
             return
         o = self.options
-        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(decoder_for(o.specs).registry)))
-        build: Callable[[list], pa.RecordBatch] = builder.build
-        if o.view == "exchanges":  # _rows gives the exchanges themselves: a batch is built from their columns
-            corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-            build = partial(_exchanges_batch, builder, corrupt, response_error_codes(decoder_for(o.specs).registry))
+        registry = decoder_for(o.specs).registry
+        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(registry)))
         with long_lived_frozen():
+            if o.view == "exchanges":  # _rows gives the exchanges themselves, each added to the batch as it comes
+                corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
+                batch = ExchangeBatch(builder, body_encoders(registry), response_error_codes(registry), corrupt)
+                for ex in self._rows(partition):
+                    batch.add(ex)
+                    if len(batch) >= BATCH_ROWS:
+                        yield batch.build()
+                if len(batch):
+                    yield batch.build()
+                return
             rows = []
             for row in self._rows(partition):
                 rows.append(row)
                 if len(rows) >= BATCH_ROWS:
-                    yield build(rows)
+                    yield builder.build(rows)
                     rows = []
             if rows:
-                yield build(rows)
+                yield builder.build(rows)
 
     def _rows(self, partition: CapturePartition):
         """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges."""
@@ -230,10 +236,6 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
-
-
-def _exchanges_batch(builder: BatchBuilder, corrupt: str | None, codes, exchanges: list) -> pa.RecordBatch:
-    return builder.build_columns(exchange_columns(exchanges, corrupt, codes), len(exchanges))
 
 
 def notice_row(path: str, error: str) -> Exchange:

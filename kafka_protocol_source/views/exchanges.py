@@ -40,6 +40,9 @@ EXCHANGE_COLUMNS = (
     "response",
 )
 OK, ERROR_RESPONSE = "ok", "error_response"
+BODY_COLUMNS = ("request", "response")
+SCALAR_COLUMNS = tuple(name for name in EXCHANGE_COLUMNS if name not in BODY_COLUMNS)
+scalar_values = attrgetter(*SCALAR_COLUMNS)  # an exchange's SCALAR_COLUMNS, as one tuple
 _GETTERS = [(name, attrgetter(name)) for name in EXCHANGE_COLUMNS]
 
 
@@ -50,15 +53,22 @@ def exchange_columns(
     rows is built from (each plain column read by one ``map``, not row by row). ``response_codes``:
     finds the error codes through the spec (the same codes, found faster)."""
     columns = {name: list(map(get, exchanges)) for name, get in _GETTERS}
-    codes = [exchange_error_codes(ex, response_codes) for ex in exchanges]
+    add_outcomes(columns, [exchange_error_codes(ex, response_codes) for ex in exchanges])
+    if corrupt_column:
+        columns[corrupt_column] = list(map(corrupt_record, exchanges))
+    return columns
+
+
+def add_outcomes(columns: dict[str, list], codes: list[list[int] | None]) -> None:
+    """Adds the columns that follow from each row's error codes and its ``status`` column."""
     columns["error_codes"] = codes
     columns["error_names"] = [[error_name(c) for c in found] if found is not None else None for found in codes]
     columns["outcome"] = list(map(outcome, columns["status"], codes))
-    if corrupt_column:
-        columns[corrupt_column] = [
-            ex.raw_request if ex.raw_request is not None else ex.raw_response for ex in exchanges
-        ]
-    return columns
+
+
+def corrupt_record(ex) -> bytes | None:
+    """What the corrupt-record column holds: the bytes that did not decode (request first)."""
+    return ex.raw_request if ex.raw_request is not None else ex.raw_response
 
 
 def exchange_row(ex, corrupt_column: str | None = None, response_codes: ResponseErrorCodes | None = None) -> dict:

@@ -86,10 +86,10 @@ class BodyEncoders:
         self.registry = registry
         self._known: dict[tuple[int, int, bool], BodyEncoder | None] = {}
 
-    def request(self, api_key: int, api_version: int) -> BodyEncoder | None:
+    def request(self, api_key: int | None, api_version: int | None) -> BodyEncoder | None:
         return self._get(api_key, api_version, True)
 
-    def response(self, api_key: int, api_version: int) -> BodyEncoder | None:
+    def response(self, api_key: int | None, api_version: int | None) -> BodyEncoder | None:
         return self._get(api_key, api_version, False)
 
     def compiled(self) -> list[tuple[int, int, bool]]:
