@@ -189,10 +189,17 @@ def _bundled_knowledge() -> tuple[KnownApis, dict[int, str]]:
 
 def _within(segments, scope: ConnectionScope) -> Iterator:
     """Drop the segments of connections the scope does not take at all, before reassembly."""
+    dropped: dict[tuple, bool] = {}  # endpoints as the packet has them -> whether the scope takes none
     for item in segments:
         if type(item) is TcpSegment:
-            a, b = (item.src_ip, item.src_port), (item.dst_ip, item.dst_port)
-            if scope(a + b if a <= b else b + a) is False:
+            seen = item[1:5]  # src_ip, src_port, dst_ip, dst_port: one slice, not four lookups
+            drop = dropped.get(seen)
+            if drop is None:
+                a, b = seen[:2], seen[2:]
+                if len(dropped) >= 1 << 16:
+                    dropped.clear()
+                drop = dropped[seen] = scope(a + b if a <= b else b + a) is False
+            if drop:
                 continue
         yield item
 

@@ -129,22 +129,35 @@ def remap(items: Iterator, runs: RecordRuns) -> Iterator:
     flat = runs.flat
     last = len(flat) // 4 - 1
     run, virtual_offset, virtual_index = 0, 0, 0  # where the current run starts in the selection
+
+    def seek(offset: int) -> tuple[float, int, int]:
+        """Moves to the run that holds selection ``offset``: where it ends in the selection (the
+        last run takes whatever follows), and the shifts of its offsets and packet indices."""
+        nonlocal run, virtual_offset, virtual_index
+        while run < last and offset >= virtual_offset + flat[run * 4 + 1]:
+            virtual_offset += flat[run * 4 + 1]
+            virtual_index += flat[run * 4 + 3]
+            run += 1
+        end = virtual_offset + flat[run * 4 + 1] if run < last else _END
+        return end, flat[run * 4] - virtual_offset, flat[run * 4 + 2] - virtual_index
+
+    end, shift_offset, shift_index = seek(0)
     for item in items:
-        is_frame = item.__class__ is tuple
-        offset = item[1] if is_frame else item.file_offset
-        if offset >= 0:
-            while run < last and offset >= virtual_offset + flat[run * 4 + 1]:
-                virtual_offset += flat[run * 4 + 1]
-                virtual_index += flat[run * 4 + 3]
-                run += 1
-        shift_offset = flat[run * 4] - virtual_offset
-        shift_index = flat[run * 4 + 2] - virtual_index
-        if is_frame:
+        if item.__class__ is tuple:  # a frame: checked against the run's end, shifted (most items)
+            offset = item[1]
+            if offset >= end:
+                end, shift_offset, shift_index = seek(offset)
             yield (item[0] + shift_index, offset + shift_offset, item[2], item[3], item[4], item[5])
-        else:
-            yield CaptureIssue(
-                item.packet_index + shift_index,
-                offset + shift_offset if offset >= 0 else offset,
-                item.kind,
-                item.detail,
-            )
+            continue
+        offset = item.file_offset
+        if offset >= end:  # an issue without a place in the file (-1) stays in the run it came in
+            end, shift_offset, shift_index = seek(offset)
+        yield CaptureIssue(
+            item.packet_index + shift_index,
+            offset + shift_offset if offset >= 0 else offset,
+            item.kind,
+            item.detail,
+        )
+
+
+_END = float("inf")
