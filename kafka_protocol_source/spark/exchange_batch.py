@@ -12,6 +12,8 @@ body encoders from ``views/variant_spec.py``, the Arrow arrays from ``arrow.py``
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import pyarrow as pa
 from pyspark.sql.types import VariantType
 
@@ -30,21 +32,23 @@ class ExchangeBatch:
     ):
         self.builder = builder
         self._encode = builder.variants.encode
-        self._encoders = encoders
         self._codes = codes
         self._corrupt_column = corrupt_column
-        self._start()
-
         fields = {f.name: f.dataType for f in builder.schema.fields}
-        # typed views (option api) have struct body columns: those are given the bodies themselves
-        self._as_variant = {name: isinstance(fields.get(name), VariantType) for name in BODY_COLUMNS}
+        # Per body column: how to get the body, and the encoder of its message version, or None
+        # where the column is not a VARIANT (typed views, option api: the bodies themselves).
+        spec_of = {"request": encoders.request, "response": encoders.response}
+        self._body_columns = [
+            (name, attrgetter(name), spec_of[name] if isinstance(fields.get(name), VariantType) else None)
+            for name in BODY_COLUMNS
+        ]
+        self._start()
 
     def _start(self) -> None:
         self._scalars: list[tuple] = []
         self._error_codes: list[list[int] | None] = []
         self._corrupt: list[bytes | None] = []
-        self._requests = VariantCells()
-        self._responses = VariantCells()
+        self._cells = {name: VariantCells() for name in BODY_COLUMNS}
         self._bodies: dict[str, list[dict | None]] = {name: [] for name in BODY_COLUMNS}
 
     def __len__(self) -> int:
@@ -55,20 +59,14 @@ class ExchangeBatch:
         self._error_codes.append(exchange_error_codes(ex, self._codes))
         if self._corrupt_column:
             self._corrupt.append(corrupt_record(ex))
-        body = ex.request
-        if not self._as_variant["request"]:
-            self._bodies["request"].append(body)
-        elif body is None:
-            self._requests.null()
-        else:
-            self._requests.add(*self._encode(body, self._encoders.request(ex.api_key, ex.api_version)))
-        body = ex.response
-        if not self._as_variant["response"]:
-            self._bodies["response"].append(body)
-        elif body is None:
-            self._responses.null()
-        else:
-            self._responses.add(*self._encode(body, self._encoders.response(ex.api_key, ex.api_version)))
+        for name, body_of, spec_of in self._body_columns:
+            body = body_of(ex)
+            if spec_of is None:
+                self._bodies[name].append(body)
+            elif body is None:
+                self._cells[name].null()
+            else:
+                self._cells[name].add(*self._encode(body, spec_of(ex.api_key, ex.api_version)))
 
     def build(self) -> pa.RecordBatch:
         n = len(self._scalars)
@@ -77,7 +75,7 @@ class ExchangeBatch:
         add_outcomes(columns, self._error_codes)
         if self._corrupt_column:
             columns[self._corrupt_column] = self._corrupt
-        columns.update((name, bodies) for name, bodies in self._bodies.items() if not self._as_variant[name])
-        batch = self.builder.build_columns(columns, n, encoded={"request": self._requests, "response": self._responses})
+        columns.update((name, self._bodies[name]) for name, _, spec_of in self._body_columns if spec_of is None)
+        batch = self.builder.build_columns(columns, n, encoded=self._cells)
         self._start()
         return batch
