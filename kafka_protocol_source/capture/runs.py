@@ -141,7 +141,7 @@ def remap(items: Iterator, runs: RecordRuns) -> Iterator:
         end = virtual_offset + flat[run * 4 + 1] if run < last else _END
         return end, flat[run * 4] - virtual_offset, flat[run * 4 + 2] - virtual_index
 
-    end, shift_offset, shift_index = seek(0)
+    end, shift_offset, shift_index = seek(0) if flat else (_END, 0, 0)
     for item in items:
         if item.__class__ is tuple:  # a frame: checked against the run's end, shifted (most items)
             offset = item[1]

@@ -1,12 +1,13 @@
 """Keeping the garbage collector off the objects a task found already alive.
 
-A Spark task holds a batch of exchanges until it is built, so the objects it allocates outlive
-the young generations and trigger full collections, each of which walks the whole heap: the
-worker's pyspark and pyarrow modules and the parsers and encoders built so far, none of which the
-task will free. ``long_lived_frozen`` moves what is alive when a read starts out of the
-collector's view (``gc.freeze``) and gives it back when the read ends (``gc.unfreeze``), so those
-collections walk only what the read made. Nothing is freed later than it would be without it,
-except cyclic garbage among the frozen objects, which waits until the read ends.
+A Spark task keeps a batch's rows (the exchanges view: their encoded columns; other views: row
+dicts) until the batch is built, so some of what it allocates outlives the young generations and
+sets off full collections. Each walks the whole heap: the worker's pyspark and pyarrow modules
+and the parsers and encoders built so far, none of which the task will free.
+``long_lived_frozen`` moves what is alive when a read starts out of the collector's view
+(``gc.freeze``) and gives it back when the read ends (``gc.unfreeze``), so those collections walk
+only what the read made. Nothing is freed later than it would be without it, except cyclic
+garbage among the frozen objects, which waits until the read ends.
 
 It owns that scope only: it does not tune the collector's thresholds or collect by itself.
 """

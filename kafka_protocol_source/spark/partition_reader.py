@@ -144,11 +144,12 @@ class PartitionReader:
             return
         o = self.options
         registry = decoder_for(o.specs).registry
-        builder = BatchBuilder(self.schema, bodies=body_specs(body_encoders(registry)))
+        encoders = body_encoders(registry)
+        builder = BatchBuilder(self.schema, bodies=body_specs(encoders))
         with long_lived_frozen():
             if o.view == "exchanges":  # _rows gives the exchanges themselves, each added to the batch as it comes
                 corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-                batch = ExchangeBatch(builder, body_encoders(registry), response_error_codes(registry), corrupt)
+                batch = ExchangeBatch(builder, encoders, response_error_codes(registry), corrupt)
                 for ex in self._rows(partition):
                     batch.add(ex)
                     if len(batch) >= BATCH_ROWS:
