@@ -26,8 +26,6 @@ from typing import Any
 
 from .records import ExpectedRecords, expected_records
 
-# Apache Kafka trunk of Oct 2024 (kio 0.5.0's vintage), in the shared/ folder beside the checkout.
-SPEC_DIR_OCT_2024 = Path(__file__).resolve().parents[3] / "shared" / "kafka-message-specs"
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

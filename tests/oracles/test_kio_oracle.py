@@ -1,7 +1,7 @@
 """Our decoder against kio 0.5.0, for every (api, version, direction) kio generates.
 
-kio's dataclasses are generated from Kafka's Oct 2024 message specs (the same as
-shared/kafka-message-specs beside the checkout). hypothesis builds a message with
+kio's dataclasses are generated from Kafka's Oct 2024 message specs, whose JSON files (found as
+``tests/upstream.py`` says) give the original field names. hypothesis builds a message with
 ``st.from_type`` (kio's constrained ints, timedeltas and datetimes carry their own strategies),
 kio serialises the header and body exactly as a client or broker would, and our decoder must
 return the same value.
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ..upstream import OCT_2024, needs_upstream
 from . import normalise as n
 from ._decoder import ORACLE_SETTINGS, api_name, decoder, request_header_version, response_header_version
 from .strategies import kio_entity, kio_request_header
@@ -94,13 +95,14 @@ def _frame(got: dict) -> dict:
     return {k: v for k, v in got.items() if k != "body"}
 
 
+@needs_upstream
 @pytest.mark.parametrize("api_key,name,version,direction", list(_params()))
 @ORACLE_SETTINGS
 @given(data=st.data())
 def test_kio_oracle(api_key, name, version, direction, data):
     kps = decoder()
     cls = _schema(name, version, direction)
-    spec = n.load_spec(str(n.SPEC_DIR_OCT_2024), cls.__name__)
+    spec = n.load_spec(str(OCT_2024), cls.__name__)
     message = data.draw(kio_entity(cls), label="kio message")
     expected_body = n.kio_to_ours(message, spec["fields"], n.common_structs(spec))
     expected_body = _rename(expected_body, FIELD_RENAMES.get(cls.__name__, {}))

@@ -8,17 +8,15 @@ import pytest
 from kafka_protocol_source.spec.importer import ImportConflict, import_specs, merge, source_label
 from kafka_protocol_source.spec.registry import SpecRegistry
 
+from ..upstream import KAFKA_4X, OCT_2024, needs_upstream
+
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-UPSTREAM_NEW = SHARED / "kafka-message-specs-4x"
-UPSTREAM_OLD = SHARED / "kafka-message-specs"
 NEW_LABEL = "kafka 4.1 (kafka-python 3.0.12 resources)"
-needs_upstream = pytest.mark.skipif(not UPSTREAM_OLD.exists(), reason="upstream definitions not beside the checkout")
 
 
 @needs_upstream
 def test_reimport_reproduces_specs(tmp_path):
-    import_specs([(NEW_LABEL, UPSTREAM_NEW), (source_label(UPSTREAM_OLD), UPSTREAM_OLD)], tmp_path)
+    import_specs([(NEW_LABEL, KAFKA_4X), (source_label(OCT_2024), OCT_2024)], tmp_path)
     ours = sorted(p.name for p in (ROOT / "specs").glob("*.json"))
     assert ours == sorted(p.name for p in tmp_path.glob("*.json"))
     for name in ours:
@@ -52,7 +50,7 @@ def test_every_api_key_and_the_4_1_versions_are_there():
 
 @needs_upstream
 def test_upstream_directory_loads_as_is_and_agrees_with_specs():
-    upstream = SpecRegistry.from_directory(UPSTREAM_OLD)
+    upstream = SpecRegistry.from_directory(OCT_2024)
     ours = SpecRegistry.from_directory(ROOT / "specs")
     for name, message in upstream.messages.items():
         for v in message.valid_versions.versions():

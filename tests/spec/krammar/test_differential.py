@@ -19,6 +19,7 @@ from kafka_protocol_source.spec.krammar.__main__ import main as krammar_main
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS, SpecRegistry, registry_for
 
 from ...samples.catalog import sample, sample_names
+from ...upstream import KAFKA_4X, OCT_2024, needs_upstream
 
 KRAMMAR = DEFAULT_SPECS / "kafka.krammar"
 JSON = registry_for()
@@ -97,15 +98,10 @@ def test_an_edited_krammar_file_is_what_decodes(tmp_path):
     assert produce and all("required_acks" in e.request and "acks" not in e.request for e in produce)
 
 
-UPSTREAM = DEFAULT_SPECS.resolve().parents[1] / "shared"
-
-
-@pytest.mark.parametrize("directory", ["kafka-message-specs", "kafka-message-specs-4x"])
-def test_upstream_json_directories_render_to_krammar_and_back(directory, tmp_path):
+@needs_upstream
+@pytest.mark.parametrize("source", [OCT_2024, KAFKA_4X], ids=["kafka-message-specs", "kafka-message-specs-4x"])
+def test_upstream_json_directories_render_to_krammar_and_back(source, tmp_path):
     """Apache Kafka's own files, read directly (with their comments), not through our importer."""
-    source = UPSTREAM / directory
-    if not source.exists():
-        pytest.skip("upstream definitions not beside the checkout")
     out = tmp_path / "upstream.krammar"
     assert krammar_main([str(source), "--out", str(out)]) == 0
     upstream = SpecRegistry.from_directory(source)
