@@ -184,9 +184,11 @@ class Connection:
                 starts[direction] = found
         if not starts:
             return self._client_by_responses() if final else None
+        if self.initiator is not None:
+            return self.initiator  # the only side looked at: its request start decides, no evidence needed
         best = max(starts, key=lambda d: self._request_evidence(d, starts[d]))
         answered, distinct, frames = self._request_evidence(best, starts[best])
-        if answered or self.initiator is not None:
+        if answered:
             return best
         if not final:
             return None  # until the other side answers one of its ids, either side may be asking
