@@ -4,17 +4,25 @@
 version from the first four bytes, picks the header version (``spec.headers``), and decodes the
 body at that version; ``decode_response`` needs the api key and version from the request.
 A body must use every byte of the frame: leftovers mean the frame was read at the wrong layout.
+
+Each frame first takes a fast path: a ``_Plan`` per api key, version and direction (looked up
+once: the two compiled parsers, the records fields, whether embedded data can follow) and the
+two parses, nothing else. Anything that is not a clean decode (an unknown key or version, a
+parser that fails, bytes left over) goes through the general path from the start, which says
+what went wrong, recovers where it can and gives the same value for a frame the fast path takes.
 """
 
 from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from io import BytesIO
 
 from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
-from ..spec.api_keys import API_VERSIONS
+from ..spec.api_keys import API_VERSIONS, ENVELOPE, JOIN_GROUP, SYNC_GROUP
 from ..spec.headers import request_header_version, response_header_version
 from ..spec.registry import SpecRegistry, registry_for
 from .cache import ParserCache
@@ -30,6 +38,32 @@ MAX_NESTING = 16
 _NOT_NULLABLE = "where not nullable"
 
 
+_REQUEST: Where = {"direction": "request"}
+_EMBEDDING = frozenset({JOIN_GROUP, SYNC_GROUP, ENVELOPE})  # apis whose bodies decode_embedded may add to
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What decoding a clean frame of one api key, version and direction takes."""
+
+    header: Callable[[BytesIO], dict]  # compiled parsers
+    body: Callable[[BytesIO], dict]
+    api_name: str
+    records: dict | None  # the records fields of the body (``records_paths``), None if it has none
+    embedded: bool  # decode_embedded may have something to add
+
+
+def _clean_parse(plan: _Plan, payload: bytes) -> tuple[dict, dict] | None:
+    """Header and body of a frame the plan's compiled parsers read exactly; None for any other."""
+    io = BytesIO(payload)
+    try:
+        header = plan.header(io)
+        body = plan.body(io)
+    except Exception:  # noqa: BLE001 - the general path reads the frame again and says why
+        return None
+    return (header, body) if io.tell() == len(payload) else None
+
+
 class Decoder:
     def __init__(self, registry: SpecRegistry, compiled: bool = True):
         self.registry = registry
@@ -37,10 +71,17 @@ class Decoder:
         self.tolerant = ParserCache(registry, compiled, tolerate_nulls=True)
         self._nesting = threading.local()
         self._records_paths: dict[tuple[str, int], dict] = {}  # (message, version) -> its records fields
+        # Per (api key, version), of the versions the registry has only (so bounded by it):
+        self._request_plans: dict[tuple[int, int], _Plan] = {}
+        self._response_plans: dict[tuple[int, int], _Plan] = {}
 
-    def _enter(self, where: Where) -> None:
+    def _enter(self, response_of: tuple[int, int] | None = None) -> None:
+        """One frame deeper (``response_of``: the api key and version of a response)."""
         depth = getattr(self._nesting, "depth", 0)
         if depth >= MAX_NESTING:
+            where: Where = _REQUEST
+            if response_of is not None:
+                where = {"direction": "response", "api_key": response_of[0], "api_version": response_of[1]}
             raise DecodeError(f"requests nested more than {MAX_NESTING} deep", offset=0, **where)
         self._nesting.depth = depth + 1
 
@@ -64,11 +105,52 @@ class Decoder:
         a null where the spec allows none is read as null and reported in ``deviations``.
         ``max_decompressed_bytes``: what all ``records`` fields of the frame may decompress to.
         """
-        self._enter({"direction": "request"})
+        self._enter()
         try:
+            if len(payload) >= 4:
+                key_version = _API_KEY_VERSION.unpack_from(payload)
+                plan = self._request_plans.get(key_version) or self._plan_for(True, *key_version)
+                if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
+                    header, body = clean
+                    result = {
+                        "api_key": key_version[0],
+                        "api_name": plan.api_name,
+                        "api_version": key_version[1],
+                        "correlation_id": header["correlation_id"],
+                        "client_id": header.get("client_id"),
+                        "body": body,
+                    }
+                    self._finish(result, plan, "request", None, protocol_type, max_decompressed_bytes)
+                    return result
             return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
         finally:
             self._leave()
+
+    def _plan_for(self, request: bool, api_key: int, version: int) -> _Plan | None:
+        """The plan of a request (else a response) of a version the registry has; None otherwise."""
+        message = self.registry.request(api_key) if request else self.registry.response(api_key)
+        if message is None or version not in message.valid_versions:
+            return None
+        if request:
+            header = self.parsers.get("RequestHeader", request_header_version(message, version))
+        else:
+            header = self.parsers.get("ResponseHeader", response_header_version(message, version))
+        plan = _Plan(
+            header.parse_compiled,
+            self.parsers.get(message.name, version).parse_compiled,
+            message.api_name,
+            self._paths_of(message.name, version) or None,
+            api_key in _EMBEDDING,
+        )
+        (self._request_plans if request else self._response_plans)[(api_key, version)] = plan
+        return plan
+
+    def _finish(self, result: dict, plan: _Plan, direction: str, request, protocol_type, max_decompressed_bytes):
+        """A clean frame's records fields and embedded data, as the general path adds them."""
+        if plan.records is not None:
+            self._records_along(result, plan.records, max_decompressed_bytes)
+        if plan.embedded:
+            decode_embedded(self, result, direction, request=request, protocol_type=protocol_type)
 
     def _decode_request(self, payload: bytes, protocol_type, lenient: bool, max_decompressed_bytes: int) -> dict:
         if len(payload) < 4:
@@ -113,8 +195,15 @@ class Decoder:
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> dict:
         """Decode one response frame; ``request`` (its decoded request) gives embedded data context."""
-        self._enter({"direction": "response", "api_key": api_key, "api_version": api_version})
+        self._enter((api_key, api_version))
         try:
+            plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
+            if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
+                header, body = clean
+                result = {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
+                result["body"] = body
+                self._finish(result, plan, "response", request, protocol_type, max_decompressed_bytes)
+                return result
             return self._decode_response(
                 payload, api_key, api_version, request, protocol_type, lenient, max_decompressed_bytes
             )
@@ -157,11 +246,17 @@ class Decoder:
 
     def _records(self, result: dict, name: str, version: int, max_decompressed_bytes: int) -> None:
         """Decode the body's ``records`` fields, all within one decompression budget."""
+        paths = self._paths_of(name, version)
+        if paths:
+            self._records_along(result, paths, max_decompressed_bytes)
+
+    def _paths_of(self, name: str, version: int) -> dict:
         paths = self._records_paths.get((name, version))
         if paths is None:
             paths = self._records_paths[(name, version)] = records_paths(self.registry.resolved(name, version))
-        if not paths:
-            return
+        return paths
+
+    def _records_along(self, result: dict, paths: dict, max_decompressed_bytes: int) -> None:
         budget = DecompressionBudget(max_decompressed_bytes)
         decode_records_fields(self, result["body"], paths, budget)
         if budget.exhausted:
