@@ -24,6 +24,7 @@ _TCP = struct.Struct("!HHIIH").unpack_from  # ports, seq, ack, data offset + fla
 _ETH_IPV4_TCP = struct.Struct("!H2xHxB2x4s4sHHIIH").unpack_from
 _FRAG6 = struct.Struct("!BxHI").unpack_from  # next header, offset + M, id
 _U32_LE = struct.Struct("<I").unpack_from
+_new_tuple = tuple.__new__
 
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
@@ -91,19 +92,22 @@ class PacketDecoder:
                 start = 34 + (off_flags >> 12) * 4
                 if start >= 54 and start <= end:
                     names = self._names
-                    return TcpSegment(
-                        ts,
-                        names.get(src) or self._name(src),
-                        sport,
-                        names.get(dst) or self._name(dst),
-                        dport,
-                        seq,
-                        ack,
-                        off_flags & 0x1FF,
-                        bytes(data[start:end]),
-                        0,
-                        index,
-                        offset,
+                    return _new_tuple(  # TcpSegment(...) without the Python-level __new__ it adds
+                        TcpSegment,
+                        (
+                            ts,
+                            names.get(src) or self._name(src),
+                            sport,
+                            names.get(dst) or self._name(dst),
+                            dport,
+                            seq,
+                            ack,
+                            off_flags & 0x1FF,
+                            bytes(data[start:end]),
+                            0,
+                            index,
+                            offset,
+                        ),
                     )
         if linktype == LINKTYPE_ETHERNET:
             off = 14
