@@ -178,9 +178,35 @@ class Array(KafkaConstruct):
                 "    if n is None:",
                 "        return None",
             ]
-        body = "".join(f"    {line}\n" for line in count)
+        body = "".join(f"    {line}\n" for line in count + self._all_at_once(code, fid))
         code.append(f"def parse_array_{fid}(io):\n{body}    return [{element} for _ in range(n)]\n")
         return f"parse_array_{fid}(io)"
+
+    def _all_at_once(self, code, fid: int) -> list[str]:
+        """For elements of fixed-width fields only (ApiVersions' api key ranges), lines that read
+        the whole array with one ``iter_unpack``, each element a dict display; in flexible
+        versions, when every element's tag section is empty (its one byte zero). Anything else
+        (bytes cut short, a tag section with fields) is read element by element, from the start."""
+        element = self.element
+        if not isinstance(element, Struct) or element.tagged or not element.fields:
+            return []
+        if not all(isinstance(sub, Primitive) and sub.kind in _FORMAT_CHAR for _, sub in element.fields):
+            return []
+        fmt = ">" + "".join(_FORMAT_CHAR[sub.kind] for _, sub in element.fields) + ("B" if element.flexible else "")
+        code.append(f"elements_{fid} = struct.Struct({fmt!r}).iter_unpack")
+        names = [f"a{i}" for i in range(len(element.fields))] + (["t"] if element.flexible else [])
+        display = ", ".join(f"{name!r}: a{i}" for i, (name, _) in enumerate(element.fields))
+        only_untagged = " if not t" if element.flexible else ""
+        values = f"[{{{display}}} for ({', '.join(names)},) in elements_{fid}(data){only_untagged}]"
+        size = struct_size(fmt)
+        return [
+            f"data = io.read(n * {size})",
+            f"if len(data) == n * {size}:",
+            f"    items = {values}",
+            "    if len(items) == n:",
+            "        return items",
+            "io.seek(-len(data), 1)",
+        ]
 
 
 class NullableStruct(KafkaConstruct):
