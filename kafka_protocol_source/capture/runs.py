@@ -21,6 +21,8 @@ from .gzip_ranges import GunzipRanges
 from .model import CaptureError, CaptureFormat, CaptureIssue
 from .source import GZIP_MAGIC, container_of
 
+_END = float("inf")  # where the last run ends in the selection: it takes whatever follows
+
 
 class RecordRuns:
     """Byte ranges of whole records of one file, in file order, flat as (offset, length,
@@ -158,6 +160,3 @@ def remap(items: Iterator, runs: RecordRuns) -> Iterator:
             item.kind,
             item.detail,
         )
-
-
-_END = float("inf")

@@ -64,6 +64,23 @@ def _clean_parse(plan: _Plan, payload: bytes) -> tuple[dict, dict] | None:
     return (header, body) if io.tell() == len(payload) else None
 
 
+def _request_result(api_key: int, api_name: str, version: int, header: dict, body: dict) -> dict:
+    """A decoded request as both paths give it (the general one may add what deviated)."""
+    return {
+        "api_key": api_key,
+        "api_name": api_name,
+        "api_version": version,
+        "correlation_id": header["correlation_id"],
+        "client_id": header.get("client_id"),
+        "body": body,
+    }
+
+
+def _response_result(api_key: int, version: int, header: dict, body: dict) -> dict:
+    """A decoded response as both paths give it (the general one may add what deviated)."""
+    return {"api_key": api_key, "api_version": version, "correlation_id": header["correlation_id"], "body": body}
+
+
 class Decoder:
     def __init__(self, registry: SpecRegistry, compiled: bool = True):
         self.registry = registry
@@ -112,14 +129,7 @@ class Decoder:
                 plan = self._request_plans.get(key_version) or self._plan_for(True, *key_version)
                 if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
                     header, body = clean
-                    result = {
-                        "api_key": key_version[0],
-                        "api_name": plan.api_name,
-                        "api_version": key_version[1],
-                        "correlation_id": header["correlation_id"],
-                        "client_id": header.get("client_id"),
-                        "body": body,
-                    }
+                    result = _request_result(key_version[0], plan.api_name, key_version[1], header, body)
                     self._finish(result, plan, "request", None, protocol_type, max_decompressed_bytes)
                     return result
             return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
@@ -167,14 +177,7 @@ class Decoder:
         io = BytesIO(payload)
         header = self._parse(io, "RequestHeader", request_header_version(message, version), where)
         body, trailing, deviations = self._body(io, message.name, version, where, lenient)
-        result = {
-            "api_key": api_key,
-            "api_name": message.api_name,
-            "api_version": version,
-            "correlation_id": header["correlation_id"],
-            "client_id": header.get("client_id"),
-            "body": body,
-        }
+        result = _request_result(api_key, message.api_name, version, header, body)
         if trailing:
             result["trailing_bytes"] = trailing
         if deviations:
@@ -200,8 +203,7 @@ class Decoder:
             plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
             if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
                 header, body = clean
-                result = {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
-                result["body"] = body
+                result = _response_result(api_key, api_version, header, body)
                 self._finish(result, plan, "response", request, protocol_type, max_decompressed_bytes)
                 return result
             return self._decode_response(
@@ -284,12 +286,7 @@ class Decoder:
         io = BytesIO(payload)
         header = self._parse(io, "ResponseHeader", response_header_version(message, version), where)
         body, trailing, deviations = self._body(io, message.name, version, where, lenient)
-        result = {
-            "api_key": message.api_key,
-            "api_version": where["api_version"],
-            "correlation_id": header["correlation_id"],
-            "body": body,
-        }
+        result = _response_result(message.api_key, where["api_version"], header, body)
         if trailing:
             result["trailing_bytes"] = trailing
         if deviations:
