@@ -7,7 +7,7 @@ and the bytes of each stream the exchange holds. Does not own pairing itself (``
 
 from __future__ import annotations
 
-from .model import Exchange, Frame, new_exchange
+from .model import OK, Exchange, Frame, new_exchange
 from .quirks import explain
 from .sniff import RequestHeader
 from .splitter import Partial
@@ -114,6 +114,52 @@ def build_exchange(
         stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
         request_span=request_span or _span(frame),
         response_span=response_span or _span(response_frame),
+    )
+
+
+def answered(
+    ctx, ids: tuple[str, str | None, str | None], frame: Frame, decoded: dict, response_frame: Frame, response: dict
+) -> Exchange:
+    """``build_exchange`` of the usual row, built without its general cases: an ``ok`` exchange of
+    two whole frames, both decoded with nothing to note, read without filters."""
+    if _remarkable(decoded) or _remarkable(response):
+        row = build_exchange(ctx, ids, False, OK, frame, decoded, response_frame=response_frame, response=response)
+        assert row is not None, "only a filtering read leaves a row out"
+        return row
+    api_key = decoded["api_key"]
+    start_ns, end_ns = frame.first_ns, response_frame.last_ns
+    capture_file, request_packet = ctx.locate(frame.first_packet)
+    response_packet = ctx.locate(response_frame.first_packet)[1]
+    request_size, response_size = len(frame.payload) + 4, len(response_frame.payload) + 4
+    time = ctx.time
+    return new_exchange(
+        capture_file,
+        ids[0],
+        ids[1],
+        ids[2],
+        time(start_ns),
+        time(end_ns),
+        (end_ns - start_ns) / 1e6 if start_ns and end_ns else None,
+        api_key,
+        api_name(ctx, api_key),
+        decoded["api_version"],
+        decoded["correlation_id"],
+        decoded.get("client_id"),
+        request_size,
+        response_size,
+        decoded["body"],
+        response["body"],
+        OK,
+        None,
+        None,
+        None,
+        None,
+        request_packet,
+        response_packet,
+        frame.offset,
+        (frame.offset, request_size),
+        (response_frame.offset, response_size),
+        ctx.position,
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
 from .decoding import UndecodableBody
-from .exchange_build import api_name, build_exchange, notes
+from .exchange_build import answered, api_name, build_exchange, notes
 from .model import (
     GAP,
     MALFORMED,
@@ -221,6 +221,11 @@ class Pairer:
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
         deviated = response.get("trailing_bytes") or response.get("deviations")
+        if status is OK and not deviated and not self.filtering and pending.decoded is not None:
+            request_frame = pending.frame
+            if type(request_frame) is Frame:
+                self.out.append(answered(self.ctx, self.ids, request_frame, pending.decoded, frame, response))
+                return
         if deviated:
             status = MALFORMED if status == OK else status
             error = "; ".join(filter(None, (error, _leftover("response", response))))
