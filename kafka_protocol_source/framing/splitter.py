@@ -73,17 +73,23 @@ class DirectionFramer:
     # -- input ------------------------------------------------------------------------
 
     def feed(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
-        if self.in_sync and not self.buf and self.anchored and offset == self.base and len(data) >= 4:
-            # The common case: nothing buffered and this chunk is exactly one whole frame. The
-            # frame is cut from the chunk itself, leaving the state _drain and _compact would.
+        if self.in_sync and not self.buf and (offset == self.base or not self.anchored) and len(data) >= 4:
+            # The common case: nothing buffered and this chunk is exactly one whole frame (a
+            # direction's first chunk included). The frame is cut from the chunk itself, leaving
+            # the state _drain and _compact would.
             (size,) = _SIZE.unpack_from(data)
             if size == len(data) - 4 and size <= self.max_frame_size:
+                self.anchored = True
                 self.base = offset + len(data)
                 self.scanned_to = max(0, self.scanned_to - len(data))
                 self.times.clear()
                 self.times.append((offset, ns, packet))
                 self.chunk_starts.clear()
                 return [new_frame(data[4:] if type(data) is bytes else bytes(data[4:]), offset, ns, ns, packet)]
+        return self._buffered(offset, data, ns, packet)
+
+    def _buffered(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
+        """``feed`` for any chunk, through the buffer."""
         if not self.anchored:
             self.base, self.anchored = offset, True
         self.times.append((offset, ns, packet))
