@@ -212,26 +212,25 @@ def _session_packets(
     for number, path in enumerate(paths):
         limit = limits.get(path)
         shift = number << FILE_SHIFT
-        items = read_packets(path, runs=runs.get(path))
-        while True:
-            try:
-                item = next(items, None)
-            except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
-                item = CaptureIssue(0, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
-                items = iter(())
-            if item is None:
-                break
-            if limit is not None and item.packet_index >= limit:
-                break
-            if shift:
-                index = item.packet_index + shift
-                if isinstance(item, TcpSegment):
-                    item = item._replace(packet_index=index)
-                else:
-                    item = replace(item, packet_index=index)
-            for c in contexts.values():
-                c.position = item.packet_index
-            yield item
+        try:
+            for item in read_packets(path, runs=runs.get(path)):
+                index = item.packet_index
+                if limit is not None and index >= limit:
+                    break
+                if shift:
+                    index += shift
+                    if isinstance(item, TcpSegment):
+                        item = item._replace(packet_index=index)
+                    else:
+                        item = replace(item, packet_index=index)
+                for c in contexts.values():
+                    c.position = index
+                yield item
+        except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
+            if limit is None or limit > 0:
+                for c in contexts.values():
+                    c.position = shift
+                yield CaptureIssue(shift, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
     for c in contexts.values():
         c.position = None
 

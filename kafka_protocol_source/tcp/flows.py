@@ -99,9 +99,9 @@ class _Table:
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:
         """The events one segment causes, in order (most segments: one chunk or none)."""
         out: list[StreamEvent] = []
-        src, dst = (seg.src_ip, seg.src_port), (seg.dst_ip, seg.dst_port)
-        four = (*src, *dst) if src <= dst else (*dst, *src)
-        flags = seg.flags
+        ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, payload, missing, index, _ = seg
+        src, dst = (src_ip, src_port), (dst_ip, dst_port)
+        four = (src_ip, src_port, dst_ip, dst_port) if src <= dst else (dst_ip, dst_port, src_ip, src_port)
         conn = self.live.get(four)
         if conn is None:
             old = self.closed.get(four)
@@ -110,38 +110,42 @@ class _Table:
             conn = self._open(four, seg, out)
         elif flags & SYN and not flags & ACK:
             isn = conn.streams[src].isn
-            if isn is not None and isn != seg.seq:
-                self.close(four, conn, seg.timestamp_ns, "reused", out)
+            if isn is not None and isn != seq:
+                self.close(four, conn, ts, "reused", out)
                 conn = self._open(four, seg, out)
-        stream = conn.streams[src]
+        streams = conn.streams
+        stream = streams[src]
         if flags & ACK:
-            conn.streams[dst].acknowledged(seg.ack, out)
+            receiver = streams[dst]
+            if receiver.buffered:  # (holes wait only where bytes are buffered)
+                receiver.acknowledged(ack, out)
         if flags & SYN:
-            stream.syn(seg.seq)
+            stream.syn(seq)
             if conn.initiator is None:
-                conn.initiator = conn.streams[dst if flags & ACK else src].direction
-        if seg.payload or seg.missing:
+                conn.initiator = streams[dst if flags & ACK else src].direction
+        if payload or missing:
             # A SYN's data (TCP Fast Open) starts one after the ISN.
-            seq = (seg.seq + 1) & 0xFFFFFFFF if flags & SYN else seg.seq
-            if not stream.add(seq, seg.payload, seg.missing, seg.timestamp_ns, seg.packet_index, out):
+            if flags & SYN:
+                seq = (seq + 1) & 0xFFFFFFFF
+            if not stream.add(seq, payload, missing, ts, index, out):
                 out.append(
                     FlowEvent(
                         conn.key,
                         "overflow",
-                        seg.timestamp_ns,
+                        ts,
                         stream.direction,
                         conn.initiator,
                         f"more than {self.cap} bytes out of order",
                     )
                 )
         if flags & RST:
-            out.append(FlowEvent(conn.key, "reset", seg.timestamp_ns, stream.direction, conn.initiator))
-            self.close(four, conn, seg.timestamp_ns, "reset", out)
+            out.append(FlowEvent(conn.key, "reset", ts, stream.direction, conn.initiator))
+            self.close(four, conn, ts, "reset", out)
         elif flags & FIN and src not in conn.fins:
             conn.fins.add(src)
-            out.append(FlowEvent(conn.key, "fin", seg.timestamp_ns, stream.direction, conn.initiator))
+            out.append(FlowEvent(conn.key, "fin", ts, stream.direction, conn.initiator))
             if len(conn.fins) == 2:
-                self.close(four, conn, seg.timestamp_ns, "fin", out)
+                self.close(four, conn, ts, "fin", out)
         return out
 
     def finish(self, ts: int) -> list[StreamEvent]:
