@@ -114,6 +114,13 @@ class DirectionFramer:
         return out
 
     def finish(self, why: str = "the capture ended inside this frame") -> list:
+        if not self.buf and self.skip_start is None:
+            self._restart(None)  # nothing pending: no frame to cut short, no skip to report
+            return []
+        return self._finish_pending(why)
+
+    def _finish_pending(self, why: str) -> list:
+        """``finish`` with bytes (or a skip) pending."""
         out = self._drain(final=True)
         out += self._cut_pending(why)
         self._restart(None)

@@ -1,6 +1,7 @@
-"""``DirectionFramer.feed``'s fast path (a chunk that is exactly one whole frame, cut from the
-chunk without the buffer) gives the frames, and leaves the state, that the buffered path does:
-for any stream of frames (some with implausible sizes) cut into any chunks, with gaps."""
+"""``DirectionFramer``'s fast paths (``feed``: a chunk that is exactly one whole frame, cut from
+the chunk without the buffer; ``finish``: nothing pending) give the frames, and leave the state,
+that the buffered paths do: for any stream of frames (some with implausible sizes) cut into any
+chunks, with gaps, ended anywhere."""
 
 from __future__ import annotations
 
@@ -29,10 +30,13 @@ def _looks_like_start(buf, pos, final, boundary) -> int:
 
 
 class BufferedOnly(DirectionFramer):
-    """The framer with every chunk through the buffer."""
+    """The framer with every chunk through the buffer, and its end through the pending path."""
 
     def feed(self, offset, data, ns, packet):
         return self._buffered(offset, data, ns, packet)
+
+    def finish(self, why="the capture ended inside this frame"):
+        return self._finish_pending(why)
 
 
 def _state(framer: DirectionFramer) -> tuple:
