@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from io import BytesIO
@@ -92,18 +93,25 @@ class Decoder:
         self._request_plans: dict[tuple[int, int], _Plan] = {}
         self._response_plans: dict[tuple[int, int], _Plan] = {}
 
-    def _enter(self, response_of: tuple[int, int] | None = None) -> None:
-        """One frame deeper (``response_of``: the api key and version of a response)."""
+    def _depth(self, response_of: tuple[int, int] | None = None) -> int:
+        """How many frames around this one are decoding their embedded data (``response_of``: the
+        api key and version of a response); more than ``MAX_NESTING`` is an error."""
         depth = getattr(self._nesting, "depth", 0)
         if depth >= MAX_NESTING:
             where: Where = _REQUEST
             if response_of is not None:
                 where = {"direction": "response", "api_key": response_of[0], "api_version": response_of[1]}
             raise DecodeError(f"requests nested more than {MAX_NESTING} deep", offset=0, **where)
-        self._nesting.depth = depth + 1
+        return depth
 
-    def _leave(self) -> None:
-        self._nesting.depth -= 1
+    @contextmanager
+    def _inside(self, depth: int) -> Iterator[None]:
+        """Frames decoded in this block (embedded data) are one deeper than the frame at ``depth``."""
+        self._nesting.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._nesting.depth = depth
 
     # -- whole frames ------------------------------------------------------------------
 
@@ -122,19 +130,17 @@ class Decoder:
         a null where the spec allows none is read as null and reported in ``deviations``.
         ``max_decompressed_bytes``: what all ``records`` fields of the frame may decompress to.
         """
-        self._enter()
-        try:
-            if len(payload) >= 4:
-                key_version = _API_KEY_VERSION.unpack_from(payload)
-                plan = self._request_plans.get(key_version) or self._plan_for(True, *key_version)
-                if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
-                    header, body = clean
-                    result = _request_result(key_version[0], plan.api_name, key_version[1], header, body)
-                    self._finish(result, plan, "request", None, protocol_type, max_decompressed_bytes)
-                    return result
+        depth = self._depth()
+        if len(payload) >= 4:
+            key_version = _API_KEY_VERSION.unpack_from(payload)
+            plan = self._request_plans.get(key_version) or self._plan_for(True, *key_version)
+            if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
+                header, body = clean
+                result = _request_result(key_version[0], plan.api_name, key_version[1], header, body)
+                self._finish(result, plan, "request", None, protocol_type, max_decompressed_bytes, depth)
+                return result
+        with self._inside(depth):
             return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
-        finally:
-            self._leave()
 
     def _plan_for(self, request: bool, api_key: int, version: int) -> _Plan | None:
         """The plan of a request (else a response) of a version the registry has; None otherwise."""
@@ -155,12 +161,15 @@ class Decoder:
         (self._request_plans if request else self._response_plans)[(api_key, version)] = plan
         return plan
 
-    def _finish(self, result: dict, plan: _Plan, direction: str, request, protocol_type, max_decompressed_bytes):
+    def _finish(
+        self, result: dict, plan: _Plan, direction: str, request, protocol_type, max_decompressed_bytes, depth: int
+    ):
         """A clean frame's records fields and embedded data, as the general path adds them."""
         if plan.records is not None:
             self._records_along(result, plan.records, max_decompressed_bytes)
         if plan.embedded:
-            decode_embedded(self, result, direction, request=request, protocol_type=protocol_type)
+            with self._inside(depth):
+                decode_embedded(self, result, direction, request=request, protocol_type=protocol_type)
 
     def _decode_request(self, payload: bytes, protocol_type, lenient: bool, max_decompressed_bytes: int) -> dict:
         if len(payload) < 4:
@@ -198,19 +207,17 @@ class Decoder:
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     ) -> dict:
         """Decode one response frame; ``request`` (its decoded request) gives embedded data context."""
-        self._enter((api_key, api_version))
-        try:
-            plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
-            if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
-                header, body = clean
-                result = _response_result(api_key, api_version, header, body)
-                self._finish(result, plan, "response", request, protocol_type, max_decompressed_bytes)
-                return result
+        depth = self._depth((api_key, api_version))
+        plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
+        if plan is not None and (clean := _clean_parse(plan, payload)) is not None:
+            header, body = clean
+            result = _response_result(api_key, api_version, header, body)
+            self._finish(result, plan, "response", request, protocol_type, max_decompressed_bytes, depth)
+            return result
+        with self._inside(depth):
             return self._decode_response(
                 payload, api_key, api_version, request, protocol_type, lenient, max_decompressed_bytes
             )
-        finally:
-            self._leave()
 
     def _decode_response(
         self,

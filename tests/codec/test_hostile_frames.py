@@ -17,7 +17,7 @@ import pytest
 import zstandard
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.codec.decoder import Decoder, decoder_for
+from kafka_protocol_source.codec.decoder import MAX_NESTING, Decoder, decoder_for
 from kafka_protocol_source.codec.errors import DecodeError
 from kafka_protocol_source.spec.registry import registry_for
 from tests.framing.kafkaflow import Conversation, string
@@ -132,6 +132,21 @@ def test_requests_nested_hundreds_deep_are_a_decode_error(depth):
         level, deepest = level["body"]["request_data_decoded"], deepest + 1
     assert "nested more than" in level["body"]["request_data_error"]
     assert deepest < 20
+
+
+@pytest.mark.parametrize("envelopes", [MAX_NESTING - 1, MAX_NESTING])
+def test_a_frame_and_the_requests_inside_it_are_at_most_max_nesting(envelopes):
+    frame = struct.pack(">hhi", 3, 1, 77) + string("inner") + struct.pack(">i", -1)
+    for _ in range(envelopes):
+        frame = envelope(frame)
+    level, inside = decoder_for().decode_request(frame), 0
+    while "request_data_decoded" in level["body"]:
+        level, inside = level["body"]["request_data_decoded"], inside + 1
+    if envelopes < MAX_NESTING:  # MAX_NESTING frames: all decode, down to the Metadata request
+        assert (inside, level["api_key"]) == (envelopes, 3)
+    else:  # one more: the innermost envelope's request is the error
+        assert inside == MAX_NESTING - 1
+        assert "nested more than" in level["body"]["request_data_error"]
 
 
 def test_a_batch_of_millions_of_tiny_records_stops_at_the_record_allowance():
