@@ -144,15 +144,31 @@ class CodecBodies:
         self.max_decompressed_bytes = max_decompressed_bytes
         self.registry = decoder.registry
         self.source = decoder.registry.source
+        # (api key, version) pairs found defined, asked about for every frame; only those are
+        # kept, so what a peer's garbage asks about cannot grow them past the definitions' size
+        self._requests: set[tuple[int, int]] = set()
+        self._responses: set[tuple[int, int]] = set()
 
     def defines_request(self, api_key: int, api_version: int) -> bool:
+        if (api_key, api_version) in self._requests:
+            return True
         message = self.registry.request(api_key)
-        return message is not None and api_version in message.valid_versions
+        if message is None or api_version not in message.valid_versions:
+            return False
+        self._requests.add((api_key, api_version))
+        return True
 
     def defines_response(self, api_key: int, api_version: int) -> bool:
+        if (api_key, api_version) in self._responses:
+            return True
         message = self.registry.response(api_key)
         # KIP-511: ApiVersions answers a version it does not know with a v0 body, which the decoder reads.
-        return message is not None and (api_version in message.valid_versions or api_key == API_VERSIONS)
+        if message is None:
+            return False
+        if api_version not in message.valid_versions:
+            return api_key == API_VERSIONS
+        self._responses.add((api_key, api_version))
+        return True
 
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 
 from ..spec.ir import Struct
 from ..spec.registry import SpecRegistry
@@ -63,6 +62,5 @@ class ParserCache:
         struct = self.registry.resolved(name, version)
         interpreted = build_parser(all_nullable(struct) if self.tolerate_nulls else struct)
         if self.compiled:
-            # partial, not a lambda: one Python frame less per parse
-            return Parser(name, version, interpreted, partial(interpreted.compile().parsefunc, this=None))
+            return Parser(name, version, interpreted, interpreted.compile_parser())
         return Parser(name, version, interpreted, lambda io: interpreted._parse(io, None, ""))

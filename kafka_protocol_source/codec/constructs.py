@@ -12,7 +12,9 @@ since Kafka's own fields never refer to each other. Errors are ``WireError`` car
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from struct import calcsize as struct_size
+from typing import BinaryIO
 
 from construct import Construct
 
@@ -242,6 +244,16 @@ class Struct(KafkaConstruct):
         self.struct_name = name
         self.fields, self.tagged, self.flexible = fields, tagged, flexible
         self.defaults = tuple((name, default) for _, name, _, default in tagged)
+        self._emitted_as = ""  # the name of its function in the code last compiled with it
+
+    def compile_parser(self) -> Callable[[BinaryIO], dict]:
+        """This struct compiled: its generated function, called with the stream alone.
+
+        construct's entry point, ``parseall(io, this)``, only calls that function; calling it
+        directly saves a frame per parse, and the ``this`` a caller would have to bind.
+        """
+        module = self.compile().parsefunc.__globals__
+        return module[self._emitted_as]
 
     def _parse(self, stream, context, path):
         result: dict = {}
@@ -262,7 +274,8 @@ class Struct(KafkaConstruct):
 
     def emit(self, code):
         fid = code.allocateId()
-        lines = [f"def parse_struct_{fid}(io):  # {self.struct_name}", "    r = {}"]
+        self._emitted_as = f"parse_struct_{fid}"
+        lines = [f"def {self._emitted_as}(io):  # {self.struct_name}", "    r = {}"]
         for group in _runs_of_fixed(self.fields):
             if len(group) > 1:
                 unpack = f"fixed_{fid}_{len(lines)}"
@@ -295,7 +308,7 @@ class Struct(KafkaConstruct):
             ]
         lines.append("    return r")
         code.append("\n".join(lines))
-        return f"parse_struct_{fid}(io)"
+        return f"{self._emitted_as}(io)"
 
 
 def _runs_of_fixed(fields: list[tuple[str, Construct]]) -> list[list[tuple[str, Construct]]]:

@@ -70,6 +70,7 @@ class Pairer:
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()
         self.filtering = ctx.apis is not None or ctx.window_ns is not None
+        self._defines = ctx.decoder.defines_request
         self.unwanted: set[int] = set()
 
     def pending_ids(self):
@@ -165,9 +166,6 @@ class Pairer:
             if 0 <= api_key <= MAX_API_KEY and 0 <= version <= MAX_API_VERSION and correlation_id >= 0:
                 return RequestHeader(len(payload), api_key, version, correlation_id, None, 8)
         return found or None
-
-    def _defines(self, api_key: int, version: int) -> bool:
-        return self.ctx.decoder.defines_request(api_key, version)
 
     def _wait(self, pending: Pending) -> None:
         correlation_id = pending.header.correlation_id
