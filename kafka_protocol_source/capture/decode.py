@@ -20,8 +20,9 @@ from .model import CaptureIssue, TcpSegment
 _IPV4 = struct.Struct("!BxHHHxB2x4s4s").unpack_from  # ver/ihl, total, id, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHB1x16s16s").unpack_from  # payload length, next header, src, dst
 _TCP = struct.Struct("!HHIIH").unpack_from  # ports, seq, ack, data offset + flags
-# From the IPv4 total length to the TCP flags, for a 20-byte IPv4 header (decode's fast path)
-_ETH_IPV4_TCP = struct.Struct("!H2xHxB2x4s4sHHIIH").unpack_from
+# From the ethertype to the TCP flags, for a 20-byte IPv4 header (decode's fast path): ethertype,
+# version/IHL, total length, fragment field, protocol, addresses, ports, seq, ack, offset + flags
+_ETH_IPV4_TCP = struct.Struct("!HBxH2xHxB2x4s4sHHIIH").unpack_from
 _FRAG6 = struct.Struct("!BxHI").unpack_from  # next header, offset + M, id
 _U32_LE = struct.Struct("<I").unpack_from
 _new_tuple = tuple.__new__
@@ -82,12 +83,18 @@ class PacketDecoder:
     def decode(self, index: int, offset: int, ts: int, linktype: int, data, orig_len: int):
         """Return a TcpSegment, a CaptureIssue, or None for a packet that is not TCP."""
         size = len(data)
-        if linktype == LINKTYPE_ETHERNET and size >= 54 and data[14] == 0x45 and data[12] == 8 and not data[13]:
+        if linktype == LINKTYPE_ETHERNET and size >= 54:
             # The usual packet, read with one unpack: Ethernet, IPv4 without options, not a
             # fragment, all its bytes captured, and a whole TCP header. Anything else (and any
             # doubt) takes the general path below, which gives the same segment for this one.
-            total, frag, proto, src, dst, sport, dport, seq, ack, off_flags = _ETH_IPV4_TCP(data, 16)
-            if proto == _IPPROTO_TCP and not frag & 0x3FFF and 40 <= total <= size - 14:
+            etype, ver_ihl, total, frag, proto, src, dst, sport, dport, seq, ack, off_flags = _ETH_IPV4_TCP(data, 12)
+            if (
+                etype == 0x0800
+                and ver_ihl == 0x45
+                and proto == _IPPROTO_TCP
+                and not frag & 0x3FFF
+                and 40 <= total <= size - 14
+            ):
                 end = 14 + total
                 start = 34 + (off_flags >> 12) * 4
                 if start >= 54 and start <= end:
@@ -103,7 +110,7 @@ class PacketDecoder:
                             seq,
                             ack,
                             off_flags & 0x1FF,
-                            bytes(data[start:end]),
+                            bytes(data[start:end]) if start < end else b"",  # (no copy for an ACK)
                             0,
                             index,
                             offset,
