@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
-from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap
+from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, new_flow_event
 from .stream import DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
@@ -67,7 +67,7 @@ class _Table:
             sender = conn.streams[(seg.src_ip, seg.src_port)].direction
             receiver = conn.streams[(seg.dst_ip, seg.dst_port)].direction
             conn.initiator = receiver if seg.flags & ACK else sender
-        out.append(FlowEvent(conn.key, "open", seg.timestamp_ns, None, conn.initiator))
+        out.append(new_flow_event(conn.key, "open", seg.timestamp_ns, None, conn.initiator))
         return conn
 
     def close(self, four: tuple, conn: _Connection, ts: int, why: str, out: list) -> None:
@@ -78,7 +78,7 @@ class _Table:
         self.closed[four] = _remembered(conn, four)
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
-        out.append(FlowEvent(conn.key, "close", ts, None, conn.initiator, why))
+        out.append(new_flow_event(conn.key, "close", ts, None, conn.initiator, why))
 
     @staticmethod
     def _belongs_to_closed(old: tuple, four: tuple, seg: TcpSegment) -> bool:
@@ -129,7 +129,7 @@ class _Table:
                 seq = (seq + 1) & 0xFFFFFFFF
             if not stream.add(seq, payload, missing, ts, index, out):
                 out.append(
-                    FlowEvent(
+                    new_flow_event(
                         conn.key,
                         "overflow",
                         ts,
@@ -139,11 +139,11 @@ class _Table:
                     )
                 )
         if flags & RST:
-            out.append(FlowEvent(conn.key, "reset", ts, stream.direction, conn.initiator))
+            out.append(new_flow_event(conn.key, "reset", ts, stream.direction, conn.initiator))
             self.close(four, conn, ts, "reset", out)
         elif flags & FIN and src not in conn.fins:
             conn.fins.add(src)
-            out.append(FlowEvent(conn.key, "fin", ts, stream.direction, conn.initiator))
+            out.append(new_flow_event(conn.key, "fin", ts, stream.direction, conn.initiator))
             if len(conn.fins) == 2:
                 self.close(four, conn, ts, "fin", out)
         return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..capture.model import fast_constructor
+
 
 class ConnectionKey(NamedTuple):
     """One TCP connection: its endpoints in a canonical order plus an instance number.
@@ -87,3 +89,7 @@ class FlowEvent:
     direction: Direction | None = None
     initiator: Direction | None = None
     detail: str = ""
+
+
+# Several per connection (open, fin, fin, close): without the frozen __init__ (see fast_constructor).
+new_flow_event = fast_constructor(FlowEvent)
