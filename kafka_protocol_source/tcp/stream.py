@@ -13,6 +13,7 @@ from bisect import bisect_right
 from .model import ConnectionKey, Direction, StreamChunk, StreamGap
 
 _MASK = 0xFFFFFFFF
+_new_tuple = tuple.__new__
 _HALF = 0x80000000
 
 
@@ -69,7 +70,8 @@ class DirectionStream:
             start = offset
         if start == offset and not self._pieces:
             if payload:
-                out.append(StreamChunk(self.conn, self.direction, start, payload, ts, index))
+                # StreamChunk(...) without the Python-level __new__ a named tuple adds: one per packet
+                out.append(_new_tuple(StreamChunk, (self.conn, self.direction, start, payload, ts, index)))
             if missing:
                 out.append(StreamGap(self.conn, self.direction, start + len(payload), missing, ts, "snaplen_cut"))
             self.offset = end
