@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from io import BytesIO
+from typing import BinaryIO
 
 from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from ..spec.api_keys import API_VERSIONS, ENVELOPE, JOIN_GROUP, SYNC_GROUP
@@ -47,8 +48,8 @@ _EMBEDDING = frozenset({JOIN_GROUP, SYNC_GROUP, ENVELOPE})  # apis whose bodies 
 class _Plan:
     """What decoding a clean frame of one api key, version and direction takes."""
 
-    header: Callable[[BytesIO], dict]  # compiled parsers
-    body: Callable[[BytesIO], dict]
+    header: Callable[[BinaryIO], dict]  # compiled parsers (Struct.compile_parser)
+    body: Callable[[BinaryIO], dict]
     api_name: str
     records: dict | None  # the records fields of the body (``records_paths``), None if it has none
     embedded: bool  # decode_embedded may have something to add

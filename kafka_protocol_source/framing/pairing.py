@@ -219,7 +219,7 @@ class Pairer:
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
         deviated = response.get("trailing_bytes") or response.get("deviations")
-        if status is OK and not deviated and not self.filtering and pending.decoded is not None:
+        if status == OK and not deviated and not self.filtering and pending.decoded is not None:
             request_frame = pending.frame
             if type(request_frame) is Frame:
                 self.out.append(answered(self.ctx, self.ids, request_frame, pending.decoded, frame, response))
