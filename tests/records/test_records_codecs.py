@@ -2,6 +2,7 @@
 
 import gzip
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import cramjam
 import lz4.frame
@@ -88,6 +89,24 @@ def test_zstd_stream_without_content_size_and_several_frames():
     assert zstandard.get_frame_parameters(frames[0]).content_size == zstandard.CONTENTSIZE_UNKNOWN
     [batch] = decode_records(compressed_batch(ZSTD, b"".join(frames)))
     assert_entries(batch, "zstd")
+
+
+def test_zstd_decompressor_is_reused_after_corrupt_and_cut_frames_and_per_thread():
+    # One decompressor serves every zstd batch of a thread: a frame that failed or was cut
+    # short must not leave anything behind for the next one.
+    records = inner_records()
+    payload = zstandard.ZstdCompressor().compress(records)
+    corrupt = payload[:12] + bytes(40) + payload[52:]
+    for data in (payload, corrupt, payload[: len(payload) // 2], payload, corrupt, payload):
+        [batch] = decode_records(compressed_batch(ZSTD, data))
+        if data == payload:
+            assert_entries(batch, "zstd")
+        else:
+            assert batch["error"] and batch["records"] == []
+    with ThreadPoolExecutor(4) as pool:
+        batches = list(pool.map(lambda data: decode_records(compressed_batch(ZSTD, data))[0], [payload] * 16))
+    for batch in batches:
+        assert_entries(batch, "zstd")
 
 
 @pytest.mark.parametrize("data", [b"", b"a", b"abcd", b"0123456789abcde", bytes(range(16)), bytes(range(100))])
