@@ -5,6 +5,11 @@ the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/R
 the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
 and gaps are `stream`'s job. Capture issues pass through untouched, in order.
 
+A connection whose FINs (or RST) are in is closed once the bytes they say were sent are all in:
+a capture can write a segment a few packets after its sender's FIN. While some are missing the
+close waits, for at most ``REORDER_WINDOW`` packets of the capture; then what never came becomes
+a gap.
+
 Memory stays bounded however long the capture: a closed connection is remembered (its instance
 number, and per side the few numbers that tell a late retransmission) for the last
 ``MAX_CLOSED_REMEMBERED`` closed connections only, so a 4-tuple reused after that many other
@@ -17,17 +22,18 @@ from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, new_flow_event
-from .stream import DirectionStream, offset_at
+from .stream import REORDER_WINDOW, DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
 MAX_CLOSED_REMEMBERED = 1 << 16
 
 StreamEvent = StreamChunk | StreamGap | FlowEvent | CaptureIssue
+_NEVER = 1 << 62
 
 
 class _Connection:
-    __slots__ = ("closed", "fins", "initiator", "key", "streams")
+    __slots__ = ("closed", "closing", "fins", "initiator", "key", "streams")
 
     def __init__(self, key: ConnectionKey) -> None:
         self.key = key
@@ -35,6 +41,8 @@ class _Connection:
         self.initiator: Direction | None = None
         self.fins: set[tuple[str, int]] = set()
         self.closed = False
+        # Its FINs or RST are in but bytes before them are not: (time, packet index, why).
+        self.closing: tuple[int, int, str] | None = None
 
 
 def _remembered(conn: _Connection, four: tuple) -> tuple:
@@ -55,6 +63,10 @@ class _Table:
         self.cap = max_buffered_bytes
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
         self.closed: dict[tuple, tuple] = {}  # canonical 4-tuple -> _remembered(connection)
+        # Connections waiting for bytes sent before their FINs or RST, oldest first, and the
+        # packet index from which the first of them has waited long enough.
+        self.closing: dict[tuple, _Connection] = {}
+        self.expires_at = _NEVER
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
         old = self.closed.pop(four, None)
@@ -72,9 +84,11 @@ class _Table:
 
     def close(self, four: tuple, conn: _Connection, ts: int, why: str, out: list) -> None:
         for stream in conn.streams.values():
-            stream.flush(out)
+            stream.close(out, ts)
         conn.closed = True
         del self.live[four]
+        if conn.closing is not None:
+            del self.closing[four]
         self.closed[four] = _remembered(conn, four)
         if len(self.closed) > MAX_CLOSED_REMEMBERED:
             del self.closed[next(iter(self.closed))]
@@ -100,6 +114,8 @@ class _Table:
         """The events one segment causes, in order (most segments: one chunk or none)."""
         out: list[StreamEvent] = []
         ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, payload, missing, index, _ = seg
+        if index >= self.expires_at:
+            self._close_expired(index, out)
         src, dst = (src_ip, src_port), (dst_ip, dst_port)
         four = (src_ip, src_port, dst_ip, dst_port) if src <= dst else (dst_ip, dst_port, src_ip, src_port)
         conn = self.live.get(four)
@@ -111,19 +127,20 @@ class _Table:
         elif flags & SYN and not flags & ACK:
             isn = conn.streams[src].isn
             if isn is not None and isn != seq:
-                self.close(four, conn, ts, "reused", out)
+                closing = conn.closing  # closed by its FINs or RST, when they came
+                self.close(four, conn, *((closing[0], closing[2]) if closing else (ts, "reused")), out)
                 conn = self._open(four, seg, out)
         streams = conn.streams
         stream = streams[src]
         if flags & ACK:
             receiver = streams[dst]
             if receiver.buffered:  # (holes wait only where bytes are buffered)
-                receiver.acknowledged(ack, out)
+                receiver.acknowledged(ack, index, out)
         if flags & SYN:
             stream.syn(seq)
             if conn.initiator is None:
                 conn.initiator = streams[dst if flags & ACK else src].direction
-        if payload or missing:
+        if (payload or missing) and not (conn.closing is not None and stream.past_end(seq)):
             # A SYN's data (TCP Fast Open) starts one after the ISN.
             if flags & SYN:
                 seq = (seq + 1) & 0xFFFFFFFF
@@ -138,20 +155,84 @@ class _Table:
                         f"more than {self.cap} bytes out of order",
                     )
                 )
-        if flags & RST:
-            out.append(new_flow_event(conn.key, "reset", ts, stream.direction, conn.initiator))
-            self.close(four, conn, ts, "reset", out)
-        elif flags & FIN and src not in conn.fins:
-            conn.fins.add(src)
-            out.append(new_flow_event(conn.key, "fin", ts, stream.direction, conn.initiator))
-            if len(conn.fins) == 2:
-                self.close(four, conn, ts, "fin", out)
+        if flags & (RST | FIN) and self._ended(
+            four, conn, src, stream, flags, seq + len(payload) + missing, ts, index, out
+        ):
+            return out
+        closing = conn.closing
+        if closing is not None and not any(s.pending() for s in streams.values()):
+            self.close(four, conn, closing[0], closing[2], out)
         return out
+
+    def _ended(
+        self,
+        four: tuple,
+        conn: _Connection,
+        src: tuple,
+        stream: DirectionStream,
+        flags: int,
+        end: int,
+        ts: int,
+        index: int,
+        out: list,
+    ) -> bool:
+        """A RST, or a FIN (its bytes end before ``end``): its flow event, and the close it may
+        bring; True once the connection's close is decided (done, or waiting for bytes)."""
+        end &= 0xFFFFFFFF
+        if flags & RST:
+            if conn.closing is not None and conn.closing[2] == "reset":
+                return False
+            out.append(new_flow_event(conn.key, "reset", ts, stream.direction, conn.initiator))
+            if src not in conn.fins:  # (after a FIN, the FIN said where the bytes end)
+                stream.ended(end, always=True)
+            self._close_when_complete(four, conn, ts, index, "reset", out)
+            return True
+        if src in conn.fins:
+            return False
+        conn.fins.add(src)
+        out.append(new_flow_event(conn.key, "fin", ts, stream.direction, conn.initiator))
+        stream.ended(end)
+        if len(conn.fins) < 2:
+            return False
+        self._close_when_complete(four, conn, ts, index, "fin", out)
+        return True
+
+    def _close_when_complete(self, four: tuple, conn: _Connection, ts: int, index: int, why: str, out: list) -> None:
+        """Close ``conn``, whose FINs or RST came at ``ts`` in packet ``index``, unless bytes sent
+        before them are still to come: then it waits (``_close_expired``)."""
+        a, b = conn.streams.values()
+        if a.pending() or b.pending():
+            if conn.closing is None:
+                if not self.closing:
+                    self.expires_at = index + REORDER_WINDOW
+                self.closing[four] = conn
+            conn.closing = (ts, index if conn.closing is None else conn.closing[1], why)
+        else:
+            self.close(four, conn, ts, why, out)
+
+    def _close_expired(self, index: int, out: list) -> None:
+        """Close the connections that have waited ``REORDER_WINDOW`` packets for bytes sent
+        before their FINs or RST (what never came becomes a gap)."""
+        expired = []
+        for four, conn in self.closing.items():
+            closing = conn.closing
+            assert closing is not None, "a connection in the closing table has its FINs or RST"
+            if index - closing[1] < REORDER_WINDOW:
+                break
+            expired.append((four, conn, closing))
+        for four, conn, closing in expired:
+            self.close(four, conn, closing[0], closing[2], out)
+        first = next(iter(self.closing.values()), None)
+        self.expires_at = _NEVER if first is None or first.closing is None else first.closing[1] + REORDER_WINDOW
 
     def finish(self, ts: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         for four, conn in list(self.live.items()):
-            self.close(four, conn, ts, "end_of_capture", out)
+            closing = conn.closing
+            if closing is not None:  # its FINs or RST were in: closed by them, when they came
+                self.close(four, conn, closing[0], closing[2], out)
+            else:
+                self.close(four, conn, ts, "end_of_capture", out)
         return out
 
 

@@ -3,6 +3,12 @@
 Owns: mapping 32-bit sequence numbers (with wrap-around) to 64-bit stream offsets, dropping
 retransmitted bytes and trimming overlaps (first-seen bytes win), buffering out-of-order
 segments up to a byte cap, and turning holes into `StreamGap`s when it has to give up on them.
+
+A capture's order is not always the order on the wire: ``tcpdump -i any``, several capture
+queues or merged interfaces can write a segment a few packets after the ACK that covers it, or
+after its sender's FIN. So a hole the receiver has acknowledged is given up on only once it has
+stayed open for ``REORDER_WINDOW`` packets of the capture; a segment that comes within them fills
+it as if it had come in order.
 Does not own connection identity, SYN/FIN/RST policy or the connection table (see `flows`).
 """
 
@@ -15,6 +21,10 @@ from .model import ConnectionKey, Direction, StreamChunk, StreamGap
 _MASK = 0xFFFFFFFF
 _new_tuple = tuple.__new__
 _HALF = 0x80000000
+# Packets of the capture (all connections) a hole may stay open once acknowledged, for the
+# segment written late to arrive. Misordered captures put it a few packets late; a hole that is
+# really missing only waits this long (or until the connection ends) before it becomes a gap.
+REORDER_WINDOW = 256
 
 
 def offset_at(base_seq: int, offset: int, seq: int) -> int:
@@ -27,7 +37,20 @@ def offset_at(base_seq: int, offset: int, seq: int) -> int:
 class DirectionStream:
     """Reassembles one direction; a method that delivers appends the events to the ``out`` list it is handed."""
 
-    __slots__ = ("_pieces", "_starts", "base_seq", "buffered", "cap", "conn", "direction", "isn", "offset")
+    __slots__ = (
+        "_pieces",
+        "_starts",
+        "_stuck_at",
+        "_stuck_since",
+        "base_seq",
+        "buffered",
+        "cap",
+        "conn",
+        "direction",
+        "end_seq",
+        "isn",
+        "offset",
+    )
 
     def __init__(self, conn: ConnectionKey, direction: Direction, cap: int) -> None:
         self.conn = conn
@@ -40,6 +63,11 @@ class DirectionStream:
         self._pieces: list[tuple] = []
         self.buffered = 0
         self.cap = cap
+        # The sequence number of the sender's FIN (or RST), before which its bytes end.
+        self.end_seq: int | None = None
+        # The offset delivery stopped at when a hole before it was first acknowledged, and the
+        # packet index then (see REORDER_WINDOW).
+        self._stuck_at, self._stuck_since = -1, 0
 
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
@@ -126,17 +154,27 @@ class DirectionStream:
             del pieces[:n]
             del self._starts[:n]
 
-    def acknowledged(self, ack_seq: int, out: list) -> None:
-        """The receiver acknowledged up to `ack_seq`: holes before it were sent but not captured.
+    def acknowledged(self, ack_seq: int, index: int, out: list) -> None:
+        """The receiver acknowledged up to `ack_seq` (in the packet numbered `index`): holes
+        before it were sent, and the receiver has them.
 
-        They will never be filled (the peer has them, so nobody retransmits), so each becomes a
-        "missing" gap now instead of holding back everything after it until the cap or the close.
-        Only holes that end at a buffered piece at or before the ack are given up on.
+        Nobody will retransmit them, so once a hole has stayed open for ``REORDER_WINDOW``
+        packets since it was first acknowledged (a segment the capture wrote late comes within
+        them), each acknowledged hole becomes a "missing" gap, instead of holding back everything
+        after it until the cap or the close. Only holes that end at a buffered piece at or
+        before the ack are given up on.
         """
         pieces = self._pieces
         if not pieces or self.base_seq is None:
             return
         acked = self.offset_of(ack_seq)
+        if pieces[0][0] > acked:
+            return
+        if self._stuck_at != self.offset:
+            self._stuck_at, self._stuck_since = self.offset, index
+            return
+        if index - self._stuck_since < REORDER_WINDOW:
+            return
         n = 0
         while n < len(pieces) and pieces[n][0] <= acked:
             piece = pieces[n]
@@ -151,6 +189,37 @@ class DirectionStream:
             del self._starts[:n]
             self._deliver(out)
 
+    def ended(self, seq: int, always: bool = False) -> None:
+        """The sender's FIN (or, `always`, RST): its bytes end before `seq` (its own sequence
+        number; a RST after the FIN comes one later, as the FIN takes one). A FIN that comes
+        after every byte before it (the usual) is not kept: nothing is to come."""
+        if self.end_seq is None and (always or self.base_seq is None or (self.base_seq + self.offset) & _MASK != seq):
+            self.end_seq = seq
+
+    def _end(self) -> int | None:
+        """The stream offset the sender's FIN or RST says its bytes end at, where that is
+        plausible: not before what was delivered, nor further past it than the out-of-order cap."""
+        end_seq, base_seq = self.end_seq, self.base_seq
+        if end_seq is None or base_seq is None:
+            return None
+        end = offset_at(base_seq, self.offset, end_seq)
+        return end if self.offset <= end <= self.offset + self.cap else None
+
+    def past_end(self, seq: int) -> bool:
+        """Whether bytes from `seq` on lie past the sender's FIN or RST (none can: they are not
+        this connection's)."""
+        end = self._end()
+        return end is not None and self.offset_of(seq) >= end
+
+    def pending(self) -> bool:
+        """Whether bytes the sender sent before its FIN are still to come (or held behind a hole)."""
+        if self._pieces:
+            return True
+        if self.end_seq is None:
+            return False
+        end = self._end()
+        return end is not None and end > self.offset
+
     def flush(self, out: list, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
         for piece in self._pieces:
@@ -160,3 +229,13 @@ class DirectionStream:
         self._pieces.clear()
         self._starts.clear()
         self.buffered = 0
+
+    def close(self, out: list, ts: int) -> None:
+        """The connection is over: deliver everything buffered (holes as gaps), then account for
+        the bytes the sender's FIN says it sent that never came, as a gap at `ts`."""
+        if self._pieces:
+            self.flush(out)
+        end = self._end() if self.end_seq is not None else None
+        if end is not None and end > self.offset:
+            out.append(StreamGap(self.conn, self.direction, self.offset, end - self.offset, ts, "missing"))
+            self.offset = end
