@@ -266,6 +266,7 @@ def test_a_new_connection_on_the_same_ports_after_copies_is_still_new():
 # -- captures that write a segment late: after the ACK that covers it, after its sender's FIN ------
 
 OTHER = ("10.0.0.9", 50000)  # another connection's packets: the capture going on meanwhile
+HANDSHAKE = (seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C))
 
 
 def numbered(segments, start=0):
@@ -316,8 +317,7 @@ def test_a_segment_written_after_both_fins_is_still_read():
     ev = run(
         numbered(
             [
-                seg(99, flags=SYN),
-                seg(499, flags=SYN | ACK, src=S, dst=C),
+                *HANDSHAKE,
                 seg(100, b"request"),
                 seg(107, flags=FIN | ACK),  # the client's FIN: its bytes end at 107
                 seg(508, flags=FIN | ACK, src=S, dst=C, ack=108),  # the broker's FIN came before its response
@@ -337,8 +337,7 @@ def test_a_segment_written_after_both_fins_is_still_read():
 def test_bytes_a_fin_says_were_sent_that_never_come_are_a_gap_after_the_window():
     conv = numbered(
         [
-            seg(99, flags=SYN),
-            seg(499, flags=SYN | ACK, src=S, dst=C),
+            *HANDSHAKE,
             seg(100, b"request"),
             seg(107, flags=FIN | ACK),
             seg(508, flags=FIN | ACK, src=S, dst=C, ack=108),  # 8 response bytes before it, never captured
@@ -362,8 +361,7 @@ def test_a_segment_written_after_its_senders_rst_is_still_read():
     ev = run(
         numbered(
             [
-                seg(99, flags=SYN),
-                seg(499, flags=SYN | ACK, src=S, dst=C),
+                *HANDSHAKE,
                 seg(100, b"requ"),
                 seg(500, b"response", src=S, dst=C, ack=104),
                 seg(107, flags=RST),  # the client's RST came before its last segment ...
