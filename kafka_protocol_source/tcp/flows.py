@@ -5,10 +5,12 @@ the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/R
 the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
 and gaps are `stream`'s job. Capture issues pass through untouched, in order.
 
-A connection whose FINs (or RST) are in is closed once the bytes they say were sent are all in:
-a capture can write a segment a few packets after its sender's FIN. While some are missing the
+A connection whose FINs are in is closed once the bytes they say were sent are all in: a
+capture can write a segment a few packets after its sender's FIN. While some are missing the
 close waits, for at most ``REORDER_WINDOW`` packets of the capture; then what never came becomes
-a gap.
+a gap. After a RST it waits that long in any case: the peer's bytes in flight when the RST was
+sent (a response on its way) still cross the wire, and a capture merged from two points or
+written out of order can put the RST before bytes sent earlier.
 
 Memory stays bounded however long the capture: a closed connection is remembered (its instance
 number, and per side the few numbers that tell a late retransmission) for the last
@@ -160,8 +162,8 @@ class _Table:
         ):
             return out
         closing = conn.closing
-        if closing is not None and not any(s.pending() for s in streams.values()):
-            self.close(four, conn, closing[0], closing[2], out)
+        if closing is not None and closing[2] == "fin" and not any(s.pending() for s in streams.values()):
+            self.close(four, conn, closing[0], "fin", out)
         return out
 
     def _ended(
@@ -199,9 +201,10 @@ class _Table:
 
     def _close_when_complete(self, four: tuple, conn: _Connection, ts: int, index: int, why: str, out: list) -> None:
         """Close ``conn``, whose FINs or RST came at ``ts`` in packet ``index``, unless bytes sent
-        before them are still to come: then it waits (``_close_expired``)."""
+        before them are still to come: then it waits (``_close_expired``). After a RST it always
+        waits: what the peer had sent before the RST reached it still crosses the wire after."""
         a, b = conn.streams.values()
-        if a.pending() or b.pending():
+        if why == "reset" or a.pending() or b.pending():
             if conn.closing is None:
                 if not self.closing:
                     self.expires_at = index + REORDER_WINDOW

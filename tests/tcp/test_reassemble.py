@@ -375,6 +375,22 @@ def test_a_segment_written_after_its_senders_rst_is_still_read():
     assert not any(isinstance(e, StreamGap) for e in ev)
 
 
+def test_the_peers_bytes_in_flight_when_a_rst_is_sent_are_read():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"request"),
+                seg(107, flags=RST),  # the client gives up ...
+                seg(500, b"response", src=S, dst=C, ack=107),  # ... while the response is on its way
+            ]
+        )
+    )
+    assert joined(ev) == b"request" and joined(ev, S) == b"response"
+    assert kinds(ev) == ["open", "reset", "close"]
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["reset"]
+
+
 @st.composite
 def acknowledged_conversation(draw):
     """A client's segments, each acknowledged by the broker at once, then both FINs; and the same
