@@ -258,12 +258,17 @@ def test_rst_in_the_middle_of_a_response(tmp_path):
     assert cut.raw_response == sized(metadata_v1_response(2))[4:20]
 
 
-def test_rst_from_the_client_leaves_its_open_request_unanswered(tmp_path):
+def reset_by_the_client_with_a_request_open() -> Conversation:
     c = Conversation()
     c.request(metadata_v1_request(1))
     c.request(metadata_v1_request(2))
     c.response(metadata_v1_response(1))
     c._segment(c.client, c.broker, pb.RST | pb.ACK, b"")
+    return c
+
+
+def test_rst_from_the_client_leaves_its_open_request_unanswered(tmp_path):
+    c = reset_by_the_client_with_a_request_open()
     out = read(tmp_path, pb.pcap(packets(c.segments)))
     assert summary(out) == [("ok", "Metadata", 1), ("unanswered", "Metadata", 2)]
     assert "reset (RST)" in out[1].error
@@ -272,11 +277,7 @@ def test_rst_from_the_client_leaves_its_open_request_unanswered(tmp_path):
 def test_a_response_in_flight_when_the_client_resets_still_answers_its_request(tmp_path):
     # The broker had sent it before the RST reached it (or the capture wrote it after the RST):
     # it crossed the wire, so the request was answered; not a new connection either.
-    c = Conversation()
-    c.request(metadata_v1_request(1))
-    c.request(metadata_v1_request(2))
-    c.response(metadata_v1_response(1))
-    c._segment(c.client, c.broker, pb.RST | pb.ACK, b"")
+    c = reset_by_the_client_with_a_request_open()
     c.send(c.broker, sized(metadata_v1_response(2)))
     out = read(tmp_path, pb.pcap(packets(c.segments)))
     assert summary(out) == [("ok", "Metadata", 1), ("ok", "Metadata", 2)]
