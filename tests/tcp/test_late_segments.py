@@ -1,0 +1,169 @@
+"""Captures that write a segment late: after the ACK that covers it, after its sender's FIN or RST.
+
+The tcp stage waits ``REORDER_WINDOW`` packets of the capture for such a segment before it
+gives its bytes up as a gap or closes the connection.
+"""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_protocol_source.capture import ACK, FIN, RST, SYN
+from kafka_protocol_source.tcp import FlowEvent, StreamChunk, StreamGap
+from kafka_protocol_source.tcp.stream import REORDER_WINDOW
+from tests.tcp.segments import C, S, cut_stream, joined, kinds, run, seg, stream_of
+
+OTHER = ("10.0.0.9", 50000)  # another connection's packets: the capture going on meanwhile
+HANDSHAKE = (seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C))
+
+
+def numbered(segments, start=0):
+    """The segments with their packet indexes, as a capture numbers them."""
+    return [s._replace(packet_index=start + i) for i, s in enumerate(segments)]
+
+
+def elsewhere(n, start):
+    """``n`` packets of another connection, numbered from ``start``."""
+    return [seg(1000 + i, b"z", src=OTHER, index=start + i) for i in range(n)]
+
+
+def test_a_segment_written_after_the_ack_that_covers_it_fills_its_hole():
+    ev = run(
+        numbered(
+            [
+                seg(99, flags=SYN),
+                seg(100, b"aaaa"),
+                seg(108, b"cccc"),
+                seg(500, src=S, dst=C, flags=ACK, ack=112),  # the broker has all 12 bytes
+                seg(500, src=S, dst=C, flags=ACK, ack=112),
+                seg(104, b"bbbb"),  # ... and the capture writes the middle one now
+            ]
+        )
+    )
+    assert stream_of(ev) == [b"aaaa", b"bbbb", b"cccc"]
+
+
+def test_an_acknowledged_hole_becomes_a_gap_once_the_reorder_window_has_passed():
+    head = numbered([seg(99, flags=SYN), seg(100, b"aaaa"), seg(108, b"cccc")])
+    first_ack = seg(500, src=S, dst=C, flags=ACK, ack=112, index=3)
+    meanwhile = elsewhere(REORDER_WINDOW, 4)
+    ack_after = seg(500, src=S, dst=C, flags=ACK, ack=112, index=4 + REORDER_WINDOW)
+    ev = run([*head, first_ack, *meanwhile, ack_after, seg(112, b"dd", index=5 + REORDER_WINDOW)])
+    assert stream_of(ev) == [b"aaaa", ("gap", 4, 4, "missing"), b"cccc", b"dd"]
+    # given up on at the ACK after the window, not held until the connection ends
+    gap = next(i for i, e in enumerate(ev) if isinstance(e, StreamGap))
+    assert not any(isinstance(e, FlowEvent) and e.kind == "close" for e in ev[:gap])
+    # ... and not before it: after an ACK inside the window the hole is still open, until the end
+    early = run([*head, first_ack, *meanwhile[:-1], ack_after._replace(packet_index=3 + REORDER_WINDOW)])
+    gap = next(i for i, e in enumerate(early) if isinstance(e, StreamGap))
+    elsewhere_at = [i for i, e in enumerate(early) if isinstance(e, StreamChunk) and e.direction.src_port == OTHER[1]]
+    last_elsewhere = max(elsewhere_at)
+    assert gap > last_elsewhere
+
+
+def test_a_segment_written_after_both_fins_is_still_read():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"request"),
+                seg(107, flags=FIN | ACK),  # the client's FIN: its bytes end at 107
+                seg(508, flags=FIN | ACK, src=S, dst=C, ack=108),  # the broker's FIN came before its response
+                seg(500, b"response", src=S, dst=C, ack=108),  # ... which the capture wrote late
+                seg(108, flags=ACK, ack=510),
+            ]
+        )
+    )
+    assert joined(ev) == b"request"
+    assert stream_of(ev, S) == [b"response"]
+    assert kinds(ev) == ["open", "fin", "fin", "close"]
+    assert not any(isinstance(e, StreamGap) for e in ev)
+    close = next(e for e in ev if isinstance(e, FlowEvent) and e.kind == "close")
+    assert close.detail == "fin"
+
+
+def test_bytes_a_fin_says_were_sent_that_never_come_are_a_gap_after_the_window():
+    conv = numbered(
+        [
+            *HANDSHAKE,
+            seg(100, b"request"),
+            seg(107, flags=FIN | ACK),
+            seg(508, flags=FIN | ACK, src=S, dst=C, ack=108),  # 8 response bytes before it, never captured
+        ]
+    )
+    ev = run([*conv, *elsewhere(REORDER_WINDOW + 1, len(conv))])
+    assert stream_of(ev, S) == [("gap", 0, 8, "missing")]
+    closes = [
+        e for e in ev if isinstance(e, FlowEvent) and e.kind == "close" and OTHER[0] not in (e.conn.a_ip, e.conn.b_ip)
+    ]
+    assert [c.detail for c in closes] == ["fin"]
+    closed_at = ev.index(closes[0])
+    assert closed_at < len(ev) - 1  # by the window, before the end of the capture
+    # at the end of the capture, it is closed by its FINs too
+    ev = run(conv)
+    assert stream_of(ev, S) == [("gap", 0, 8, "missing")]
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["fin"]
+
+
+def test_a_segment_written_after_its_senders_rst_is_still_read():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"requ"),
+                seg(500, b"response", src=S, dst=C, ack=104),
+                seg(107, flags=RST),  # the client's RST came before its last segment ...
+                seg(104, b"est"),  # ... which the capture wrote late
+                seg(107, b"after its own RST"),  # nothing the client sends after its RST is its stream's
+            ]
+        )
+    )
+    assert joined(ev) == b"request" and joined(ev, S) == b"response"
+    assert kinds(ev) == ["open", "reset", "close"]
+    assert not any(isinstance(e, StreamGap) for e in ev)
+
+
+def test_the_peers_bytes_in_flight_when_a_rst_is_sent_are_read():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"request"),
+                seg(107, flags=RST),  # the client gives up ...
+                seg(500, b"response", src=S, dst=C, ack=107),  # ... while the response is on its way
+            ]
+        )
+    )
+    assert joined(ev) == b"request" and joined(ev, S) == b"response"
+    assert kinds(ev) == ["open", "reset", "close"]
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["reset"]
+
+
+@st.composite
+def acknowledged_conversation(draw):
+    """A client's segments, each acknowledged by the broker at once, then both FINs; and the same
+    packets as a capture may write them: some data segments moved later, past the ACKs and FINs
+    that come after them, by fewer packets than REORDER_WINDOW."""
+    data, pieces, isn = draw(cut_stream())
+    packets = [seg(isn, flags=SYN), seg(7000, flags=SYN | ACK, src=S, dst=C, ack=isn + 1)]
+    for off, p in pieces:
+        packets.append(seg(isn + 1 + off, p))
+        packets.append(seg(7001, flags=ACK, src=S, dst=C, ack=isn + 1 + off + len(p)))
+    end = isn + 1 + len(data)
+    packets += [seg(end, flags=FIN | ACK, ack=7001), seg(7001, flags=FIN | ACK, src=S, dst=C, ack=end + 1)]
+    packets.append(seg(end + 1, flags=ACK, ack=7002))
+    written = list(packets)
+    for i in sorted(draw(st.sets(st.integers(0, len(pieces) - 1), max_size=5)), reverse=True):
+        at = written.index(packets[2 + 2 * i])
+        later = min(len(written) - 1, at + draw(st.integers(1, min(40, REORDER_WINDOW - 1))))
+        written.insert(later, written.pop(at))
+    return data, numbered(written)
+
+
+@settings(max_examples=200, deadline=None)
+@given(acknowledged_conversation())
+def test_segments_written_late_past_acks_and_fins_lose_nothing(conv):
+    data, written = conv
+    ev = run(written)
+    assert joined(ev) == data
+    assert not any(isinstance(e, StreamGap) for e in ev)
+    assert kinds(ev) == ["open", "fin", "fin", "close"]
