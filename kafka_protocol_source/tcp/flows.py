@@ -47,6 +47,12 @@ class _Connection:
         self.closing: tuple[int, int, str] | None = None
 
 
+def _waits(conn: _Connection) -> bool:
+    """Whether bytes sent before the FINs of ``conn`` are still to come (see ``DirectionStream.pending``)."""
+    a, b = conn.streams.values()
+    return a.pending() or b.pending()
+
+
 def _remembered(conn: _Connection, four: tuple) -> tuple:
     """What telling a late segment of a closed connection needs: per side (the first endpoint of
     ``four``, then the second) its ISN, the sequence number of its offset 0 and its end offset;
@@ -162,7 +168,7 @@ class _Table:
         ):
             return out
         closing = conn.closing
-        if closing is not None and closing[2] == "fin" and not any(s.pending() for s in streams.values()):
+        if closing is not None and closing[2] == "fin" and not _waits(conn):
             self.close(four, conn, closing[0], "fin", out)
         return out
 
@@ -203,8 +209,7 @@ class _Table:
         """Close ``conn``, whose FINs or RST came at ``ts`` in packet ``index``, unless bytes sent
         before them are still to come: then it waits (``_close_expired``). After a RST it always
         waits: what the peer had sent before the RST reached it still crosses the wire after."""
-        a, b = conn.streams.values()
-        if why == "reset" or a.pending() or b.pending():
+        if why == "reset" or _waits(conn):
             if conn.closing is None:
                 if not self.closing:
                     self.expires_at = index + REORDER_WINDOW
@@ -216,17 +221,17 @@ class _Table:
     def _close_expired(self, index: int, out: list) -> None:
         """Close the connections that have waited ``REORDER_WINDOW`` packets for bytes sent
         before their FINs or RST (what never came becomes a gap)."""
+        self.expires_at = _NEVER
         expired = []
         for four, conn in self.closing.items():
             closing = conn.closing
             assert closing is not None, "a connection in the closing table has its FINs or RST"
             if index - closing[1] < REORDER_WINDOW:
+                self.expires_at = closing[1] + REORDER_WINDOW
                 break
             expired.append((four, conn, closing))
         for four, conn, closing in expired:
             self.close(four, conn, closing[0], closing[2], out)
-        first = next(iter(self.closing.values()), None)
-        self.expires_at = _NEVER if first is None or first.closing is None else first.closing[1] + REORDER_WINDOW
 
     def finish(self, ts: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []
