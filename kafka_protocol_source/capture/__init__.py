@@ -9,8 +9,9 @@ Public surface::
 
 `source` is a path or a binary file object; it is read chunk by chunk, never whole. Link layers:
 Ethernet (802.1Q / QinQ), Linux SLL and SLL2, BSD NULL / LOOP, raw IPv4/IPv6. IPv4 options and
-fragments, IPv6 extension headers and fragments are handled here. Knows nothing about streams
-(see `kafka_protocol_source.tcp`) or Kafka.
+fragments, IPv6 extension headers and fragments, and tunnels (VXLAN, Geneve, GRE, ERSPAN, IP in
+IP: `tunnels`) are handled here. Knows nothing about streams (see `kafka_protocol_source.tcp`) or
+Kafka.
 """
 
 from .model import ACK, FIN, PSH, RST, SYN, CaptureError, CaptureFormat, CaptureIssue, TcpSegment

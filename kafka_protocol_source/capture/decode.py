@@ -3,8 +3,10 @@
 Owns: the link types we understand (Ethernet with 802.1Q/802.1ad tags, Linux SLL and SLL2,
 BSD NULL and LOOP, raw IP in its 101/12/14/228/229 spellings), IPv4 options, IPv6 extension
 headers (hop-by-hop, routing, destination options, fragment, AH), handing fragments to
-`fragments`, and measuring what the snaplen cut off. Non-IP and non-TCP packets are skipped
-quietly; broken headers become `CaptureIssue`s. Does not own streams or anything above TCP.
+`fragments`, and measuring what the snaplen cut off. A tunnel's packet (`tunnels` says where it
+starts) is read as a captured frame of its own, up to `MAX_TUNNEL_DEPTH` tunnels deep. Non-IP
+and non-TCP packets are skipped quietly; broken headers become `CaptureIssue`s. Does not own
+streams or anything above TCP.
 
 Written with precompiled `struct` over memoryviews: one bytes copy per packet (the payload).
 """
@@ -16,6 +18,7 @@ import struct
 
 from .fragments import FragmentReassembler
 from .model import CaptureIssue, TcpSegment
+from .tunnels import TUNNEL_CUT, TUNNEL_PROTOCOLS, inner_packet
 
 _IPV4 = struct.Struct("!BxHHHxB2x4s4s").unpack_from  # ver/ihl, total, id, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHB1x16s16s").unpack_from  # payload length, next header, src, dst
@@ -43,6 +46,7 @@ _IPPROTO_TCP = 6
 _IPV6_FRAGMENT = 44
 _IPV6_AH = 51
 _NAME_CACHE_LIMIT = 1 << 16
+MAX_TUNNEL_DEPTH = 4  # tunnels inside tunnels (a VXLAN mirror of GRE traffic, say) read this deep
 
 
 def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str | None:
@@ -79,6 +83,7 @@ class PacketDecoder:
         self._frag = fragments
         self._names: dict[bytes, str] = {}
         self._reported_linktypes: set[int] = set()
+        self._depth = 0  # tunnels the packet being read is inside
 
     def decode(self, index: int, offset: int, ts: int, linktype: int, data, orig_len: int):
         """Return a TcpSegment, a CaptureIssue, or None for a packet that is not TCP."""
@@ -177,7 +182,7 @@ class PacketDecoder:
         if off + ihl > end:
             return self._bad("bad_ip_header", index, offset, size, orig_len, "IPv4 options cut")
         if frag & 0x3FFF:
-            if proto != _IPPROTO_TCP:
+            if proto != _IPPROTO_TCP and proto not in TUNNEL_PROTOCOLS:
                 return None
             key = (4, src, dst, ident, proto)
             if missing:
@@ -191,9 +196,12 @@ class PacketDecoder:
             if done is None:
                 return None
             payload = done[0]
-            return self._tcp(src, dst, payload, 0, len(payload), 0, len(payload), len(payload), index, offset, ts)
+            n = len(payload)
+            if proto != _IPPROTO_TCP:
+                return self._tunneled(proto, payload, 0, n, 0, n, n, index, offset, ts)
+            return self._tcp(src, dst, payload, 0, n, 0, n, n, index, offset, ts)
         if proto != _IPPROTO_TCP:
-            return None
+            return self._tunneled(proto, data, off + ihl, end, missing, size, orig_len, index, offset, ts)
         return self._tcp(src, dst, data, off + ihl, end, missing, size, orig_len, index, offset, ts)
 
     def _ipv6(self, data, off, size, orig_len, index, offset, ts):
@@ -246,7 +254,25 @@ class PacketDecoder:
                 payload, first_nh = done
                 n = len(payload)
                 return self._ipv6_upper(src, dst, payload, 0, n, first_nh, 0, n, n, index, offset, ts, False)
+            return self._tunneled(nh, data, pos, end, missing, size, orig_len, index, offset, ts)
+
+    def _tunneled(self, proto, data, pos, end, missing, size, orig_len, index, offset, ts):
+        """The segment in the packet a tunnel carries in ``data[pos:end]`` (IP protocol ``proto``),
+        read as a frame captured on its own; None when it is not a tunnel we read."""
+        if proto not in TUNNEL_PROTOCOLS or self._depth >= MAX_TUNNEL_DEPTH:
             return None
+        inner = inner_packet(proto, data, pos, end)
+        if inner is None:
+            return None
+        if inner is TUNNEL_CUT:
+            return self._short(index, offset, size, orig_len, "tunnel header")
+        linktype, start = inner
+        self._depth += 1
+        try:
+            # what the capture lacks of the tunnel's packet is what it lacks of the inner one
+            return self.decode(index, offset, ts, linktype, memoryview(data)[start:end], end - start + missing)
+        finally:
+            self._depth -= 1
 
     def _name(self, raw: bytes) -> str:
         names = self._names

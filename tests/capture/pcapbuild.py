@@ -120,6 +120,45 @@ def ether(payload: bytes, ethertype: int = 0x0800, vlans: tuple[tuple[int, int],
     return frame + payload
 
 
+def udp(sport: int, dport: int, payload: bytes) -> bytes:
+    return struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+
+
+def vxlan(frame: bytes, vni: int = 1, port: int = 4789, flags: int = 0x08) -> bytes:
+    """A UDP datagram carrying Ethernet ``frame`` in VXLAN (the I flag set: a VNI follows)."""
+    return udp(49152 + vni, port, bytes((flags, 0, 0, 0)) + struct.pack("!I", vni << 8) + frame)
+
+
+def geneve(packet: bytes, protocol: int = 0x6558, options: bytes = b"", version: int = 0) -> bytes:
+    """A UDP datagram carrying ``packet`` (Ethernet, or IP by ``protocol``) in Geneve."""
+    assert len(options) % 4 == 0
+    head = struct.pack("!BBHI", version << 6 | len(options) // 4, 0, protocol, 1 << 8)
+    return udp(49152, 6081, head + options + packet)
+
+
+def gre(
+    packet: bytes, protocol: int = 0x0800, checksum: bool = False, key: int | None = None, seq: int | None = None
+) -> bytes:
+    """A GRE (version 0) header with the optional fields asked for, then ``packet``."""
+    flags = (0x8000 if checksum else 0) | (0x2000 if key is not None else 0) | (0x1000 if seq is not None else 0)
+    head = struct.pack("!HH", flags, protocol)
+    head += b"\0\0\0\0" if checksum else b""
+    head += struct.pack("!I", key) if key is not None else b""
+    head += struct.pack("!I", seq) if seq is not None else b""
+    return head + packet
+
+
+def erspan(frame: bytes, version: int, seq: int = 1, subheader: bool = False) -> bytes:
+    """GRE carrying Ethernet ``frame`` in ERSPAN type ``version`` (1: no header of its own; 2: an
+    8-byte header; 3: a 12-byte one, and an 8-byte platform subheader if asked)."""
+    if version == 1:
+        return gre(frame, 0x88BE)
+    if version == 2:
+        return gre(struct.pack("!HHI", 1 << 12 | 10, 7, 0) + frame, 0x88BE, seq=seq)
+    head = struct.pack("!HHIHBB", 2 << 12 | 10, 7, 123456, 0, 0, 1 if subheader else 0)
+    return gre(head + (bytes(8) if subheader else b"") + frame, 0x22EB, seq=seq)
+
+
 def sll(payload: bytes, ethertype: int = 0x0800) -> bytes:
     return struct.pack("!HHH8sH", 0, 1, 6, b"\x02\0\0\0\0\x01\0\0", ethertype) + payload
 
