@@ -26,7 +26,7 @@ from .views import no_kafka_message, register_views, summarize
 def main(argv: list[str] | None = None) -> int:
     try:
         command = parse_command(argv)
-        size = _check_before_spark(command)
+        size, files = _check_before_spark(command)
     except UsageError as e:
         _fail(str(e))
         return USAGE
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return FAILED
     progress = (ProgressPrinter(sys.stderr, spark_stages(spark), size) if command.progress else NoProgress()).start()
     try:
-        return _run(spark, command, progress)
+        return _run(spark, command, files, progress)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - every failure ends as one line and an exit code
@@ -57,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
 
 
-def _run(spark, command: Command, progress) -> int:
+def _run(spark, command: Command, files: list[str], progress) -> int:
     register_views(spark, command.paths, command.options)
     summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
     if summary.kafka == 0:
-        message = no_kafka_message(command.paths, summary, command.options["ports"])
+        message = no_kafka_message(command.paths, summary, command.options["ports"], files)
         if command.name != "shell":
             progress.stop()
             _fail(message)
@@ -96,8 +96,9 @@ def terminal_quiet(progress, stdout):
     return progress.paused if stdout.isatty() else contextlib.nullcontext
 
 
-def _check_before_spark(command: Command) -> InputSize:
-    """Flags, options, specs, paths and Java; returns the input's size for the progress line."""
+def _check_before_spark(command: Command) -> tuple[InputSize, list[str]]:
+    """Flags, options, specs, paths and Java; returns the input's size for the progress line, and
+    its files."""
     if command.options.get("specs"):
         from ..spec.registry import registry_for  # noqa: PLC0415
 
@@ -121,9 +122,10 @@ def _check_before_spark(command: Command) -> InputSize:
             "Spark needs Java (17 or newer): install a JDK, e.g. "
             "'apt-get install openjdk-17-jre-headless', or set JAVA_HOME."
         )
-    return InputSize(
+    size = InputSize(
         len(files), sum(os.path.getsize(f) for f in files), len(plan_partitions(files, options.split_size))
     )
+    return size, files
 
 
 def _json_list(paths: list[str]) -> str:

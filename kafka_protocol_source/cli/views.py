@@ -8,11 +8,16 @@ existing queries still run.
 
 from __future__ import annotations
 
+import io
+import os
 from dataclasses import dataclass
+
+from ..capture import CaptureError, TcpSegment, read_packets
 
 EXCHANGES, RECORDS = "exchanges", "records"
 DERIVED = ("connections", "groups", "lag")  # read only when a query names them
 ALIASES = {"traffic": EXCHANGES}
+SCANNED_BYTES = 64 << 20  # of each file, looking for TCP when a capture held no Kafka
 # options that shape the exchanges view only (a typed api, a subset of apis); records need their own
 EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis"})
 
@@ -60,8 +65,16 @@ def summarize(spark) -> Summary:
     return Summary(**row.asDict())
 
 
-def no_kafka_message(paths: list[str], summary: Summary, ports: str) -> str:
+def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str]) -> str:
     where = ", ".join(paths)
+    if summary.exchanges == 0 and without_tcp(files):
+        whole = all(os.path.getsize(f) <= SCANNED_BYTES for f in files)
+        start = "" if whole else f" (in its first {SCANNED_BYTES >> 20} MiB)"
+        return (
+            f"no Kafka traffic in {where}: no TCP in it{start}. kafka-wire reads Kafka over TCP, also inside "
+            "VXLAN, Geneve, GRE, ERSPAN and IP-in-IP tunnels; capture it with a filter that lets it through "
+            "(e.g. 'tcp port 9092 or udp port 4789')"
+        )
     if summary.exchanges == 0:
         return (
             f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, "
@@ -69,3 +82,17 @@ def no_kafka_message(paths: list[str], summary: Summary, ports: str) -> str:
         )
     rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
     return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"
+
+
+def without_tcp(files: list[str]) -> bool:
+    """Whether every file is a capture with no TCP segment in its first ``SCANNED_BYTES`` (a
+    stream dump, or a file that cannot be read, says nothing of TCP)."""
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                head = io.BytesIO(f.read(SCANNED_BYTES))
+            if any(type(x) is TcpSegment for x in read_packets(head)):
+                return False
+        except (CaptureError, OSError):
+            return False
+    return bool(files)
