@@ -18,7 +18,7 @@ import struct
 
 from .fragments import FragmentReassembler
 from .model import CaptureIssue, TcpSegment
-from .tunnels import TUNNEL_CUT, TUNNEL_PROTOCOLS, inner_packet
+from .tunnels import FRAGMENTED_TUNNELS, TUNNEL_CUT, TUNNEL_PROTOCOLS, inner_packet
 
 _IPV4 = struct.Struct("!BxHHHxB2x4s4s").unpack_from  # ver/ihl, total, id, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHB1x16s16s").unpack_from  # payload length, next header, src, dst
@@ -182,7 +182,7 @@ class PacketDecoder:
         if off + ihl > end:
             return self._bad("bad_ip_header", index, offset, size, orig_len, "IPv4 options cut")
         if frag & 0x3FFF:
-            if proto != _IPPROTO_TCP and proto not in TUNNEL_PROTOCOLS:
+            if proto != _IPPROTO_TCP and proto not in FRAGMENTED_TUNNELS:
                 return None
             key = (4, src, dst, ident, proto)
             if missing:

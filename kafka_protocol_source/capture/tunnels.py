@@ -24,6 +24,10 @@ RAW_IP = 101
 
 IPPROTO_IPIP, IPPROTO_UDP, IPPROTO_IPV6, IPPROTO_GRE = 4, 17, 41, 47
 TUNNEL_PROTOCOLS = frozenset({IPPROTO_IPIP, IPPROTO_UDP, IPPROTO_IPV6, IPPROTO_GRE})
+# Tunnels whose IPv4 datagrams are worth reassembling: GRE and IP in IP are fragmented after
+# encapsulation, while VXLAN and Geneve endpoints must not fragment (RFC 7348, RFC 8926), and
+# holding every fragmented UDP datagram (DNS, NFS) would only report their lost pieces.
+FRAGMENTED_TUNNELS = frozenset({IPPROTO_IPIP, IPPROTO_IPV6, IPPROTO_GRE})
 VXLAN_PORTS = frozenset({4789, 8472})
 GENEVE_PORT = 6081
 

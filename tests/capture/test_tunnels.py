@@ -2,7 +2,7 @@
 
 Each capture here is a sample with every frame wrapped in a tunnel (VXLAN on both its ports,
 Geneve, GRE bare and with its optional fields, ERSPAN types I to III, IP in IP, tunnels over
-IPv6, a tunnel in a tunnel, a datagram fragmented on the way). ``read_capture`` must give the
+IPv6, a tunnel in a tunnel, GRE and IP-in-IP datagrams fragmented on the way). ``read_capture`` must give the
 sample's exchanges with the inner addresses, and tshark must find in the wrapped capture every
 Kafka PDU it finds in the sample (so the wrapping is one a reference dissector reads, not one
 only our reader agrees with). Then the edges: what is not a tunnel stays unread, a cut tunnel
@@ -119,17 +119,26 @@ def test_tshark_reads_the_same_kafka_in_the_tunnelled_capture(tmp_path, name):
     assert tshark_pdus(wrapped(tmp_path, WRAPS[name])) == want
 
 
-def test_a_tunnel_datagram_fragmented_on_the_way_is_reassembled(tmp_path, sample_exchanges):
+@pytest.mark.parametrize(("proto", "wrap"), [(47, lambda f: b.gre(f, 0x6558)), (4, ip_of)], ids=["gre", "ip_in_ip"])
+def test_a_tunnel_datagram_fragmented_on_the_way_is_reassembled(tmp_path, sample_exchanges, proto, wrap):
     packets = []
     for i, (ts, frame, _) in enumerate(ethernet_records(SAMPLE)):
-        datagram = b.vxlan(frame)
+        datagram = wrap(frame)
         if len(datagram) > 200:
-            packets += [(ts, b.ether(f)) for f in b.ipv4_fragments(*OUTER, datagram, ident=i, size=96, proto=17)]
+            packets += [(ts, b.ether(f)) for f in b.ipv4_fragments(*OUTER, datagram, ident=i, size=96, proto=proto)]
         else:
-            packets.append((ts, over_ipv4(17)(datagram)))
+            packets.append((ts, over_ipv4(proto)(datagram)))
     path = tmp_path / "fragments.pcap"
     path.write_bytes(b.pcap(packets))
     assert exchanges(path) == sample_exchanges
+
+
+def test_fragments_of_other_udp_are_not_held(tmp_path):
+    """VXLAN and Geneve must not be fragmented, and a lost piece of a DNS answer is not ours to
+    report: UDP fragments are skipped as they were, with no fragment_incomplete issue."""
+    datagram = b.udp(53, 5353, bytes(400))
+    first, *_ = b.ipv4_fragments(*OUTER, datagram, ident=1, size=96, proto=17)
+    assert segments_and_issues(tmp_path, [b.ether(first)]) == []
 
 
 def test_raw_and_tunnelled_copies_of_the_same_packets_read_once(tmp_path, sample_exchanges):
