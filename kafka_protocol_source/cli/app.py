@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(spark, command: Command, files: list[str], progress) -> int:
-    register_views(spark, command.paths, command.options)
+    # the report's queries (text and HTML) read no body: its exchanges are read without them
+    register_views(spark, command.paths, command.options, bodies=command.name != "report")
     summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
     if summary.kafka == 0:
         message = no_kafka_message(command.paths, summary, command.options["ports"], files)

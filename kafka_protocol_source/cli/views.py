@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..capture import CaptureError, TcpSegment, read_packets
+from ..views.exchanges import BODY_COLUMNS
 
 EXCHANGES, RECORDS = "exchanges", "records"
 DERIVED = ("connections", "groups", "lag")  # read only when a query names them
@@ -37,14 +38,25 @@ class Summary:
         return text + (f"; {self.not_ok} not ok" if self.not_ok else "")
 
 
-def register_views(spark, paths: list[str], options: dict) -> None:
-    def load(options):
+def register_views(spark, paths: list[str], options: dict, bodies: bool = True) -> None:
+    """``bodies=False``: the exchanges view leaves out ``request`` and ``response``, for commands
+    whose queries never read them. Encoding the bodies is most of what Spark adds to a read, and
+    the cached view would hold every body in memory for nothing."""
+
+    def load(options, schema=None):
         reader = spark.read.format("kafka-wire")
         for key, value in options.items():
             reader = reader.option(key, value)
+        if schema is not None:
+            reader = reader.schema(schema)
         return reader.load(paths if len(paths) > 1 else paths[0])
 
-    exchanges = load(options).cache()
+    exchanges = load(options)
+    if not bodies:
+        from pyspark.sql.types import StructType  # noqa: PLC0415 - pyspark loads once Spark starts
+
+        exchanges = load(options, StructType([f for f in exchanges.schema.fields if f.name not in BODY_COLUMNS]))
+    exchanges = exchanges.cache()
     exchanges.createOrReplaceTempView(EXCHANGES)
     for alias in ALIASES:
         exchanges.createOrReplaceTempView(alias)

@@ -1,0 +1,71 @@
+"""The views the command registers: ``report`` reads the exchanges without their bodies.
+
+The report's queries never read ``request`` or ``response``, so its exchanges view leaves them
+out (no VARIANT encoding, nothing of them cached). Checked in the test session, against the view
+with bodies: the same rows in every other column, and the same answers to every report query.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chispa import assert_df_equality
+
+from kafka_protocol_source.cli import REPORT_QUERIES
+from kafka_protocol_source.cli.app import _run
+from kafka_protocol_source.cli.args import parse_command
+from kafka_protocol_source.cli.progress import NoProgress
+from kafka_protocol_source.cli.views import ALIASES, DERIVED, EXCHANGES, RECORDS, register_views
+from kafka_protocol_source.views.exchanges import BODY_COLUMNS
+
+from .expected import MOCK_AIOKAFKA, TANSU_REJECTED
+
+PATHS = [str(MOCK_AIOKAFKA), str(TANSU_REJECTED)]
+
+
+@pytest.fixture
+def registered(spark):
+    """Registers the views as ``register_views`` does for ``bodies``; the session's views are dropped after."""
+
+    def register(bodies: bool):
+        register_views(spark, PATHS, {"ports": "9092"}, bodies=bodies)
+        exchanges = spark.table(EXCHANGES)
+        answers = {title: spark.sql(query.format(top=10)).collect() for title, query in REPORT_QUERIES.items()}
+        return exchanges, answers
+
+    yield register
+    _drop(spark)
+
+
+def _drop(spark):
+    for view in (EXCHANGES, RECORDS, *ALIASES, *DERIVED):
+        spark.catalog.dropTempView(view)
+
+
+def test_without_bodies_the_exchanges_view_is_the_same_but_for_them(registered):
+    full, full_answers = registered(bodies=True)
+    full = full.unpersist().drop(*BODY_COLUMNS)  # read again without the cache, so each read stands alone
+    slim, slim_answers = registered(bodies=False)
+    assert set(BODY_COLUMNS) & set(slim.columns) == set()
+    assert slim.columns == full.columns
+    assert slim.count() > 50
+    assert_df_equality(slim, full, ignore_row_order=True)
+    assert slim_answers == full_answers
+    assert all(full_answers.values())  # every section has rows: each comparison compares something
+
+
+@pytest.mark.parametrize(
+    ("argv", "bodies"),
+    [(["report"], False), (["sql", "SELECT count(*) AS n FROM exchanges"], True)],
+    ids=["report", "sql"],
+)
+def test_only_report_leaves_the_bodies_out(spark, argv, bodies, capsys):
+    # run as the command runs once Spark is up, in the test session (``main`` would stop it)
+    command = parse_command([argv[0], *PATHS, *argv[1:]])
+    try:
+        assert _run(spark, command, PATHS, NoProgress()) == 0
+        assert (set(BODY_COLUMNS) <= set(spark.table(EXCHANGES).columns)) is bodies
+        assert spark.table(EXCHANGES).count() > 50
+    finally:
+        spark.table(EXCHANGES).unpersist()
+        _drop(spark)
+    assert capsys.readouterr().out  # the command printed its answer
