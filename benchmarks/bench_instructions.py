@@ -15,14 +15,16 @@ taken off every other one:
 * ``split_0``, ``split_1``: the Arrow batches of each of those two partitions;
 * ``unencoded_bodies``: ``partition_reader`` with every body's VARIANT encoding replaced by one
   constant cell (an empty object): the Spark task's work if encoding VARIANT cost nothing, the
-  most any VARIANT encoder could give goal 3's local[1] ratio.
+  most any VARIANT encoder could give goal 3's local[1] ratio;
+* ``without_bodies``: ``partition_reader`` with a user schema that leaves ``request`` and
+  ``response`` out, as ``kafka-wire report`` reads the exchanges (the README's figure for it).
 
 Printed: instructions of each; read_capture over partition_reader (goal 3's local[1] ratio,
 counted instead of timed); partition_reader over index_pass plus the larger half (the most a split
 in two on two cores can give over one task, the JVM's work left out: goal 3's local[2] ratio); and
-the work of the split over the work of one task (goal 4); and read_capture over
-unencoded_bodies. Needs valgrind (``apt-get install valgrind``); about a minute per measurement
-on the default 3 MB capture, children run side by side, one per core.
+the work of the split over the work of one task (goal 4); read_capture over unencoded_bodies;
+and without_bodies over partition_reader. Needs valgrind (``apt-get install valgrind``); about a
+minute per measurement on the default 3 MB capture, children run side by side, one per core.
 
     python benchmarks/bench_instructions.py [--capture PATH] [--size-mb 3]
 """
@@ -42,7 +44,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-MEASURES = ("base", "read_capture", "partition_reader", "index_pass", "split_0", "split_1", "unencoded_bodies")
+MEASURES = (
+    "base",
+    "read_capture",
+    "partition_reader",
+    "index_pass",
+    "split_0",
+    "split_1",
+    "unencoded_bodies",
+    "without_bodies",
+)
 _EMPTY_OBJECT = (bytes((2, 0, 0)), bytes((1, 0, 0)))  # a VARIANT object of no fields, and empty metadata
 
 
@@ -80,6 +91,11 @@ def child(what: str, path: str) -> None:
 
         VariantEncoder.encode = lambda self, value, body=None: _EMPTY_OBJECT  # type: ignore[method-assign]
         batches(CapturePartition(path))
+    elif what == "without_bodies":
+        from pyspark.sql.types import StructType
+
+        slim = StructType([f for f in schema.fields if f.name not in ("request", "response")])
+        sum(b.num_rows for b in PartitionReader(options, slim).read(CapturePartition(path)))
 
 
 def count(what: str, path: str) -> int:
@@ -143,6 +159,7 @@ def main() -> None:
         f"read_capture / unencoded_bodies: {rc / got['unencoded_bodies']:.3f} (goal 3's local[1] ratio, counted,"
         " if encoding VARIANT cost nothing)"
     )
+    print(f"without_bodies / partition_reader: {got['without_bodies'] / pr:.3f} (a schema without the bodies)")
 
 
 if __name__ == "__main__":
