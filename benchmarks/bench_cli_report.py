@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 import time
 from pathlib import Path
@@ -51,20 +50,9 @@ def main() -> None:
     if not capture.exists():
         build(capture, args.size_mb)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from benchmarks.bench_report import quiet_session
 
-    from kafka_protocol_source.spark import register
-
-    spark = (
-        SparkSession.builder.master(args.master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = quiet_session(args.master)
     for bodies in (True, False):  # the JVM's and the workers' first runs, on a small capture
         report_once(spark, str(SAMPLE), bodies)
     times: dict[bool, list[float]] = {True: [], False: []}

@@ -19,6 +19,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def quiet_session(master: str):
+    """A SparkSession for timing: no UI, no progress bars, the log at ERROR, the source registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafka_protocol_source.spark import register
+
+    spark = (
+        SparkSession.builder.master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=16)
@@ -31,21 +50,10 @@ def main() -> None:
     if args.rebuild or not capture.exists():
         build(capture, args.size_mb)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from kafka_protocol_source.report.compute import compute_report
     from kafka_protocol_source.report.html import render_html
-    from kafka_protocol_source.spark import register
 
-    spark = (
-        SparkSession.builder.master(args.master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = quiet_session(args.master)
     exchanges = spark.read.format("kafka-wire").load(str(capture))
     records = spark.read.format("kafka-wire").option("view", "records").load(str(capture))
     t0 = time.perf_counter()
