@@ -59,16 +59,19 @@ _EMPTY_OBJECT = (bytes((2, 0, 0)), bytes((1, 0, 0)))  # a VARIANT object of no f
 
 def child(what: str, path: str) -> None:
     """Runs under callgrind: the warm-up, then ``what`` over ``path``."""
+    from pyspark.sql.types import StructType
+
     from benchmarks.bench_spark import SAMPLES, SEEDS
     from kafka_protocol_source.pipeline import read_capture
     from kafka_protocol_source.spark.options import ReadOptions
     from kafka_protocol_source.spark.partition_reader import CapturePartition, PartitionReader, plan_partitions
     from kafka_protocol_source.spark.source import default_schema
+    from kafka_protocol_source.views.exchanges import BODY_COLUMNS
 
     options = ReadOptions.parse({"path": path})
     schema = default_schema(options)
 
-    def batches(partition: CapturePartition) -> int:
+    def batches(partition: CapturePartition, schema: StructType = schema) -> int:
         return sum(b.num_rows for b in PartitionReader(options, schema).read(partition))
 
     def plan() -> list[CapturePartition]:
@@ -92,10 +95,7 @@ def child(what: str, path: str) -> None:
         VariantEncoder.encode = lambda self, value, body=None: _EMPTY_OBJECT  # type: ignore[method-assign]
         batches(CapturePartition(path))
     elif what == "without_bodies":
-        from pyspark.sql.types import StructType
-
-        slim = StructType([f for f in schema.fields if f.name not in ("request", "response")])
-        sum(b.num_rows for b in PartitionReader(options, slim).read(CapturePartition(path)))
+        batches(CapturePartition(path), StructType([f for f in schema.fields if f.name not in BODY_COLUMNS]))
 
 
 def count(what: str, path: str) -> int:

@@ -30,7 +30,6 @@ def quiet_session(master: str):
         SparkSession.builder.master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.worker.reuse", "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
