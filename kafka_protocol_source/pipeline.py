@@ -272,7 +272,8 @@ def _read_packets(
         if ev is None:
             break
         if isinstance(ev, CaptureIssue):
-            if ev.kind not in _SHOWN_AS_GAPS and ctx.wanted(None, None) and options.issues_here:
+            # a problem of the file itself, whatever the api and time filters: the read is incomplete
+            if ev.kind not in _SHOWN_AS_GAPS and options.issues_here:
                 out.append(_issue_row(ctx, ev))
         elif not skipped or ev.conn not in skipped:  # (hashing a ConnectionKey is not free)
             try:
