@@ -148,21 +148,12 @@ class _Table:
             stream.syn(seq)
             if conn.initiator is None:
                 conn.initiator = streams[dst if flags & ACK else src].direction
-        if (payload or missing) and not (conn.closing is not None and stream.past_end(seq)):
-            # A SYN's data (TCP Fast Open) starts one after the ISN.
-            if flags & SYN:
-                seq = (seq + 1) & 0xFFFFFFFF
+        if payload or missing:
+            if conn.closing is not None:
+                conn, stream = self._after_end(four, conn, src, seg, out)
+            seq = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq  # a SYN's data (TCP Fast Open): after the ISN
             if not stream.add(seq, payload, missing, ts, index, out):
-                out.append(
-                    new_flow_event(
-                        conn.key,
-                        "overflow",
-                        ts,
-                        stream.direction,
-                        conn.initiator,
-                        f"more than {self.cap} bytes out of order",
-                    )
-                )
+                out.append(self._overflow(conn, stream, ts))
         if flags & (RST | FIN) and self._ended(
             four, conn, src, stream, flags, seq + len(payload) + missing, ts, index, out
         ):
@@ -171,6 +162,37 @@ class _Table:
         if closing is not None and closing[2] == "fin" and not _waits(conn):
             self.close(four, conn, closing[0], "fin", out)
         return out
+
+    def _overflow(self, conn: _Connection, stream: DirectionStream, ts: int) -> FlowEvent:
+        return new_flow_event(
+            conn.key, "overflow", ts, stream.direction, conn.initiator, f"more than {self.cap} bytes out of order"
+        )
+
+    def _after_end(
+        self, four: tuple, conn: _Connection, src: tuple, seg: TcpSegment, out: list
+    ) -> tuple[_Connection, DirectionStream]:
+        """The connection and stream of a segment with bytes of a closing connection: its own,
+        unless the bytes lie past their side's own FIN or RST. Right where it said its bytes end
+        (a FIN takes one), the FIN or RST did not end them: a middlebox's reset the endpoints
+        ignored, a flag a corrupt packet set; the stream goes on, and the connection is no longer
+        closing. Further on, they are a new use of the 4-tuple whose SYN was not captured: the
+        connection closes as its FIN or RST said, and a new one opens."""
+        stream = conn.streams[src]
+        beyond = stream.past_end(seg.seq)
+        if beyond is None:
+            return conn, stream
+        if beyond <= 1:
+            stream.go_on()
+            conn.fins.discard(src)
+            if conn.closing is not None:
+                del self.closing[four]
+                conn.closing = None
+            return conn, stream
+        closing = conn.closing
+        assert closing is not None, "only a closing connection has bytes past its end"
+        self.close(four, conn, closing[0], closing[2], out)
+        conn = self._open(four, seg, out)
+        return conn, conn.streams[src]
 
     def _ended(
         self,

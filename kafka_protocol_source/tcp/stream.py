@@ -9,6 +9,13 @@ queues or merged interfaces can write a segment a few packets after the ACK that
 after its sender's FIN. So a hole the receiver has acknowledged is given up on only once it has
 stayed open for ``REORDER_WINDOW`` packets of the capture; a segment that comes within them fills
 it as if it had come in order.
+
+The same holds where a direction starts without its SYN (a capture joined mid-connection): the
+first segment written is not always the first sent, and a SYN can be written after data sent
+after it. Such a start is provisional for ``REORDER_WINDOW`` packets of the capture. Nothing is
+delivered until then, and a segment or SYN from before it moves offset 0 back to itself, so its
+bytes are delivered instead of being taken for a retransmission of bytes sent before the capture.
+
 Does not own connection identity, SYN/FIN/RST policy or the connection table (see `flows`).
 """
 
@@ -39,6 +46,7 @@ class DirectionStream:
 
     __slots__ = (
         "_pieces",
+        "_settle_until",
         "_starts",
         "_stuck_at",
         "_stuck_since",
@@ -68,11 +76,17 @@ class DirectionStream:
         # The offset delivery stopped at when a hole before it was first acknowledged, and the
         # packet index then (see REORDER_WINDOW).
         self._stuck_at, self._stuck_since = -1, 0
+        # While offset 0 is the first segment seen, not the SYN's: the packet index until which
+        # nothing is delivered and earlier bytes move it back (-1: offset 0 is settled).
+        self._settle_until = -1
 
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
             self.isn = seq
             self.base_seq = (seq + 1) & _MASK
+        elif self._settle_until >= 0 and -self.cap <= (start := self.offset_of((seq + 1) & _MASK)) <= 0:
+            self.isn = seq  # written after data sent after it: the stream starts at the SYN after all
+            self._rebase(start)
 
     def offset_of(self, seq: int) -> int:
         """Stream offset of `seq`, taking the 32-bit value nearest to the current position."""
@@ -82,10 +96,14 @@ class DirectionStream:
     def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list) -> bool:
         """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
         if self.base_seq is None:
-            self.base_seq = seq  # capture started mid-connection: the first byte seen is offset 0
+            self._start_provisionally(seq, payload, missing, ts, index)
+            return True
         start = self.offset_of(seq)
         end = start + len(payload) + missing
         offset = self.offset
+        if start < offset and self._settle_until >= 0 and offset - start <= self.cap:
+            self._rebase(start)
+            start, end = 0, end - start
         if end <= offset:
             return True  # a retransmission of bytes already delivered
         if start < offset:
@@ -108,11 +126,34 @@ class DirectionStream:
             self._insert(start, start + len(payload), payload, ts, index)
         if missing:
             self._insert(end - missing, end, None, ts, index)
+        if self._settle_until >= 0:
+            if index < self._settle_until and self.buffered <= self.cap:
+                return True
+            self._settle_until = -1
         self._deliver(out)
         if self.buffered > self.cap:
             self.flush(out, "overflow")
             return False
         return True
+
+    def _start_provisionally(self, seq: int, payload: bytes, missing: int, ts: int, index: int) -> None:
+        """Capture started mid-connection: the first byte seen is offset 0, until a segment from
+        before it comes (see the module's docstring). Held until then."""
+        self.base_seq = seq
+        self._settle_until = index + REORDER_WINDOW
+        if payload:
+            self._insert(0, len(payload), payload, ts, index)
+        if missing:
+            self._insert(len(payload), len(payload) + missing, None, ts, index)
+
+    def _rebase(self, start: int) -> None:
+        """Offset 0 moves to ``start`` (at or before it; nothing is delivered yet)."""
+        assert self.base_seq is not None and self.offset == 0, "a provisional start has delivered nothing"
+        if start:
+            shift = -start
+            self.base_seq = (self.base_seq + start) & _MASK
+            self._pieces = [(s + shift, e + shift, *rest) for s, e, *rest in self._pieces]
+            self._starts = [s + shift for s in self._starts]
 
     def _insert(self, s: int, e: int, data: bytes | None, ts: int, index: int) -> None:
         starts, pieces = self._starts, self._pieces
@@ -167,6 +208,13 @@ class DirectionStream:
         pieces = self._pieces
         if not pieces or self.base_seq is None:
             return
+        if self._settle_until >= 0:
+            if index < self._settle_until:
+                return
+            self._settle_until = -1
+            self._deliver(out)
+            if not pieces:
+                return
         acked = self.offset_of(ack_seq)
         if pieces[0][0] > acked:
             return
@@ -205,11 +253,18 @@ class DirectionStream:
         end = offset_at(base_seq, self.offset, end_seq)
         return end if self.offset <= end <= self.offset + self.cap else None
 
-    def past_end(self, seq: int) -> bool:
-        """Whether bytes from `seq` on lie past the sender's FIN or RST (none can: they are not
-        this connection's)."""
+    def past_end(self, seq: int) -> int | None:
+        """How far past the sender's FIN or RST bytes from `seq` on start (0: right where it said
+        its bytes end); None when they do not lie past it."""
         end = self._end()
-        return end is not None and self.offset_of(seq) >= end
+        if end is None:
+            return None
+        beyond = self.offset_of(seq) - end
+        return beyond if beyond >= 0 else None
+
+    def go_on(self) -> None:
+        """The sender's FIN or RST did not end its bytes after all (more came right after it)."""
+        self.end_seq = None
 
     def pending(self) -> bool:
         """Whether bytes the sender sent before its FIN are still to come (or held behind a hole)."""
@@ -222,6 +277,7 @@ class DirectionStream:
 
     def flush(self, out: list, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
+        self._settle_until = -1
         for piece in self._pieces:
             if piece[0] > self.offset:
                 out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason))

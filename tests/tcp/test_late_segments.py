@@ -22,8 +22,11 @@ def numbered(segments, start=0):
 
 
 def elsewhere(n, start):
-    """``n`` packets of another connection, numbered from ``start``."""
-    return [seg(1000 + i, b"z", src=OTHER, index=start + i) for i in range(n)]
+    """``n`` packets of another connection (its SYN, then a byte each), numbered from ``start``:
+    its start is not provisional, so its bytes are delivered as they come."""
+    return [seg(999, flags=SYN, src=OTHER, index=start)] + [
+        seg(999 + i, b"z", src=OTHER, index=start + i) for i in range(1, n)
+    ]
 
 
 def test_a_segment_written_after_the_ack_that_covers_it_fills_its_hole():
@@ -113,13 +116,32 @@ def test_a_segment_written_after_its_senders_rst_is_still_read():
                 seg(500, b"response", src=S, dst=C, ack=104),
                 seg(107, flags=RST),  # the client's RST came before its last segment ...
                 seg(104, b"est"),  # ... which the capture wrote late
-                seg(107, b"after its own RST"),  # nothing the client sends after its RST is its stream's
             ]
         )
     )
     assert joined(ev) == b"request" and joined(ev, S) == b"response"
     assert kinds(ev) == ["open", "reset", "close"]
     assert not any(isinstance(e, StreamGap) for e in ev)
+
+
+def test_bytes_right_after_a_senders_own_rst_go_on_its_stream():
+    """A RST its sender's bytes go on right after (a middlebox's reset the endpoints ignored, a
+    flag a corrupt packet set) did not end them: they are read, and the connection stays open."""
+    ev = run(
+        numbered([*HANDSHAKE, seg(100, b"requ"), seg(104, flags=RST), seg(104, b"est"), seg(500, b"ok", src=S, dst=C)])
+    )
+    assert joined(ev) == b"request" and joined(ev, S) == b"ok"
+    assert kinds(ev) == ["open", "reset", "close"]
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["end_of_capture"]
+
+
+def test_bytes_further_past_a_senders_rst_are_a_new_connection():
+    """Bytes from well past where a side's RST said its bytes end are a new use of the 4-tuple
+    (its SYN not captured): the connection closes as reset, and a new one has them."""
+    ev = run(numbered([*HANDSHAKE, seg(100, b"request"), seg(107, flags=RST), seg(90_000, b"other")]))
+    assert [(c.conn.instance, c.data) for c in ev if isinstance(c, StreamChunk)] == [(0, b"request"), (1, b"other")]
+    assert kinds(ev) == ["open", "reset", "close", "open", "close"]
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["reset", "end_of_capture"]
 
 
 def test_the_peers_bytes_in_flight_when_a_rst_is_sent_are_read():
@@ -167,3 +189,40 @@ def test_segments_written_late_past_acks_and_fins_lose_nothing(conv):
     assert joined(ev) == data
     assert not any(isinstance(e, StreamGap) for e in ev)
     assert kinds(ev) == ["open", "fin", "fin", "close"]
+
+
+def test_a_capture_joined_mid_connection_reads_its_first_segments_in_whatever_order_written():
+    """Without the SYN, the first segment written is offset 0 only until one from before it
+    comes: then that one is, and its bytes are read, not taken for a retransmission."""
+    ev = run(numbered([seg(1004, b"bbbb"), seg(1000, b"aaaa"), seg(1008, b"cccc"), seg(996, b"zzzz")]))
+    assert stream_of(ev) == [b"zzzz", b"aaaa", b"bbbb", b"cccc"]
+    assert next((c.offset, c.data) for c in ev if isinstance(c, StreamChunk)) == (0, b"zzzz")
+
+
+def test_a_syn_written_after_data_sent_after_it_is_where_its_stream_starts():
+    ev = run(
+        numbered(
+            [
+                seg(99, flags=SYN),
+                seg(508, b"third", src=S, dst=C, ack=100),  # written before the SYN/ACK ...
+                seg(499, flags=SYN | ACK, src=S, dst=C, ack=100),
+                seg(500, b"one", src=S, dst=C, ack=100),
+                seg(503, b"two..", src=S, dst=C, ack=100),
+            ]
+        )
+    )
+    assert [(c.offset, c.data) for c in ev if isinstance(c, StreamChunk)] == [(0, b"one"), (3, b"two.."), (8, b"third")]
+
+
+def test_a_provisional_start_settles_after_the_reorder_window():
+    """Once the window has passed, offset 0 stays: a segment from before it is a retransmission
+    of bytes sent before the capture, as in any stream, and the bytes since came in order."""
+    head = numbered([seg(1000, b"aaaa")])
+    later = seg(1004, b"bbbb", index=1 + REORDER_WINDOW)
+    ev = run([*head, *elsewhere(REORDER_WINDOW, 1), later, seg(996, b"old!", index=2 + REORDER_WINDOW)])
+    assert stream_of(ev) == [b"aaaa", b"bbbb"]
+
+
+def test_a_hole_after_an_earlier_segment_at_a_mid_connection_start_is_a_gap():
+    ev = run(numbered([seg(1010, b"later"), seg(1000, b"early")]))
+    assert stream_of(ev) == [b"early", ("gap", 5, 5, "missing"), b"later"]
