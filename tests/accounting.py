@@ -7,6 +7,11 @@ produced no row at all are reported when the connection is on a configured port 
 may vanish); on other ports, a connection is only ours once detection called it Kafka. TLS
 connections are one row for the whole connection and are checked by that row's byte counts.
 
+That compares the rows with the tcp stage, so it cannot see bytes the tcp stage itself lost. So
+the captured payload is also counted here without it: per TCP direction, the distinct sequence
+numbers the capture's segments carry. The tcp stage must have delivered, or reported in a gap,
+at least that many bytes of the direction (over all its uses of the 4-tuple).
+
 ``check_accounting(path, **read_capture_options)`` returns the violations found, as sentences;
 an empty list means every byte is accounted for. ``tools/fuzz.py`` runs it on mutated captures.
 """
@@ -17,12 +22,12 @@ import itertools
 from collections import defaultdict
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.capture import CaptureError, read_packets
+from kafka_protocol_source.capture import SYN, CaptureError, TcpSegment, read_packets
 from kafka_protocol_source.capture.source import detect_format
 from kafka_protocol_source.framing.connection import address
 from kafka_protocol_source.framing.context import DEFAULT_PORTS
 from kafka_protocol_source.framing.model import INTERNAL_ERROR, TLS
-from kafka_protocol_source.tcp import StreamChunk, reassemble
+from kafka_protocol_source.tcp import StreamChunk, StreamGap, reassemble
 
 
 def _label(src_ip, src_port, dst_ip, dst_port, instance) -> str:
@@ -66,6 +71,53 @@ def captured_bytes(path, max_buffered_bytes: int | None = None) -> dict[str, lis
     return {label: _merge(s) for label, s in spans.items()}
 
 
+def _direction(src_ip, src_port, dst_ip, dst_port) -> str:
+    return f"{address(src_ip, src_port)}->{address(dst_ip, dst_port)}"
+
+
+def payload_coverage(path) -> dict[str, int]:
+    """Per direction (``src->dst``), how many distinct sequence numbers the payload of its
+    segments covers, counted from the packets alone (sequence numbers unwrapped, each nearest
+    the one before)."""
+    spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    last: dict[str, int] = {}
+    for seg in _until_error(read_packets(path)):
+        if type(seg) is not TcpSegment or not seg.payload:
+            continue
+        key = _direction(seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
+        seq = (seg.seq + 1) & 0xFFFFFFFF if seg.flags & SYN else seg.seq
+        before = last.get(key, seq)
+        at = before + (((seq - before + 0x80000000) & 0xFFFFFFFF) - 0x80000000)
+        last[key] = at
+        spans[key].append((at, at + len(seg.payload)))
+    return {key: sum(b - a for a, b in _merge(s)) for key, s in spans.items()}
+
+
+def stage_coverage(path, max_buffered_bytes: int | None = None) -> dict[str, int]:
+    """Per direction (``src->dst``, all uses of the 4-tuple), the bytes the tcp stage delivered
+    or reported in a gap."""
+    options = {} if max_buffered_bytes is None else {"max_buffered_bytes": max_buffered_bytes}
+    total: dict[str, int] = defaultdict(int)
+    for ev in reassemble(_until_error(read_packets(path)), **options):
+        if type(ev) is StreamChunk or type(ev) is StreamGap:
+            d = ev.direction
+            total[_direction(d.src_ip, d.src_port, d.dst_ip, d.dst_port)] += (
+                len(ev.data) if type(ev) is StreamChunk else ev.length
+            )
+    return total
+
+
+def coverage_violations(path, max_buffered_bytes: int | None = None) -> list[str]:
+    """Directions whose captured payload the tcp stage neither delivered nor reported in full."""
+    stage = stage_coverage(path, max_buffered_bytes)
+    return [
+        f"{key}: the capture's segments carry {n} distinct payload bytes, the tcp stage delivered or reported "
+        f"{stage.get(key, 0)}"
+        for key, n in payload_coverage(path).items()
+        if stage.get(key, 0) < n
+    ]
+
+
 def check_accounting(path, **options) -> list[str]:
     try:
         detect_format(str(path))
@@ -87,6 +139,7 @@ def check_accounting(path, **options) -> list[str]:
         for label, span in ((row.connection_id, row.request_span), (reverse, row.response_span)):
             if span is not None and span[1]:
                 claimed[label].append((span[0], span[0] + span[1]))
+    violations += coverage_violations(path, options.get("max_buffered_bytes"))
     captured = captured_bytes(path, options.get("max_buffered_bytes"))
     kafka = {label for label in claimed} | {_reverse(label) for label in claimed}
     kafka |= {row.connection_id for row in rows if row.connection_id and "->" in row.connection_id}
