@@ -228,9 +228,27 @@ class DirectionFramer:
             start = self.base + self.pos
             first_ns, first_packet = self._time_at(start)
             claimed = _SIZE.unpack_from(self.buf, self.pos)[0] if left >= 4 else None
+            if claimed is not None and (found := self._confirmed_packet_start(self.pos + 8)) is not None:
+                # No more bytes are coming, and a frame starts inside the claim: the size prefix
+                # was wrong (a corrupt byte), not the frames after it.
+                body = bytes(self.buf[self.pos + 4 : found])
+                why = f"its size prefix claims {claimed} bytes, but a frame starts {found - self.pos} bytes on"
+                out.append(Partial(body, claimed, start, first_ns, first_packet, why))
+                self.pos = found
+                out += self._drain(final=True)
+                return out + self._cut_pending(reason)
             body = bytes(self.buf[self.pos + 4 :]) if left >= 4 else bytes(self.buf[self.pos :])
             out.append(Partial(body, claimed, start, first_ns, first_packet, reason))
         return out
+
+    def _confirmed_packet_start(self, pos: int) -> int | None:
+        """The first buffer position from ``pos`` where a packet's bytes start and a frame start
+        is confirmed with what is buffered (packet starts only: writers start frames there)."""
+        low = self.base + pos
+        for offset in sorted(o for o in self.chunk_starts if o >= low):
+            if self.looks_like_start(self.buf, offset - self.base, True, self._boundary) == CONFIRMED:
+                return offset - self.base
+        return None
 
     def _restart(self, offset: int | None) -> None:
         self.buf.clear()

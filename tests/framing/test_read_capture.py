@@ -141,6 +141,27 @@ def test_a_frame_size_beyond_the_cap_is_a_framing_error(tmp_path):
     assert any(e.status == "gap" and "framing error" in e.error for e in out)
 
 
+def test_a_wrong_size_prefix_below_the_cap_does_not_swallow_the_frames_after_it(tmp_path):
+    """A size prefix a corrupt byte made plausible but wrong claims more than the connection
+    carries: once it ends, a frame confirmed inside the claim shows the claim was wrong, and the
+    frames from there on are read (the bad frame is a gap row that says so)."""
+    c = Conversation()
+    bad = bytearray(sized(metadata_v1_request(2)))
+    bad[:4] = struct.pack(">i", 1 << 20)
+    c.request(metadata_v1_request(1))
+    c.response(metadata_v1_response(1))
+    c.send(CLIENT, bytes(bad))
+    c.response(metadata_v1_response(2))
+    for i in range(3, 7):
+        c.request(metadata_v1_request(i))
+        c.response(metadata_v1_response(i))
+    out = run(tmp_path, c.pcap())
+    assert summary(out) == [("ok", "Metadata", 1), ("gap", "Metadata", 2)] + [
+        ("ok", "Metadata", i) for i in range(3, 7)
+    ]
+    assert "size prefix claims 1048576 bytes, but a frame starts" in out[1].error
+
+
 def test_malformed_request_keeps_raw_bytes_and_still_pairs(tmp_path):
     bad = struct.pack(">hhi", 3, 1, 5) + string("app") + struct.pack(">i", 1) + struct.pack(">h", 40) + b"short"
     c = Conversation()
