@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, new_flow_event
-from .stream import REORDER_WINDOW, DirectionStream, offset_at
+from .stream import REORDER_WINDOW, CutCopies, DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
@@ -69,6 +69,7 @@ def _remembered(conn: _Connection, four: tuple) -> tuple:
 class _Table:
     def __init__(self, max_buffered_bytes: int) -> None:
         self.cap = max_buffered_bytes
+        self.cut_copies = CutCopies()
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
         self.closed: dict[tuple, tuple] = {}  # canonical 4-tuple -> _remembered(connection)
         # Connections waiting for bytes sent before their FINs or RST, oldest first, and the
@@ -82,7 +83,7 @@ class _Table:
         conn = self.live[four] = _Connection(ConnectionKey(four[0], four[1], four[2], four[3], n))
         a, b = (four[0], four[1]), (four[2], four[3])
         for src, dst in ((a, b), (b, a)):
-            conn.streams[src] = DirectionStream(conn.key, Direction(*src, *dst), self.cap)
+            conn.streams[src] = DirectionStream(conn.key, Direction(*src, *dst), self.cap, self.cut_copies)
         if seg.flags & SYN:
             sender = conn.streams[(seg.src_ip, seg.src_port)].direction
             receiver = conn.streams[(seg.dst_ip, seg.dst_port)].direction

@@ -16,6 +16,12 @@ after it. Such a start is provisional for ``REORDER_WINDOW`` packets of the capt
 delivered until then, and a segment or SYN from before it moves offset 0 back to itself, so its
 bytes are delivered instead of being taken for a retransmission of bytes sent before the capture.
 
+Bytes the snaplen cut from a packet are a "snaplen_cut" gap, unless a fuller copy of it may
+follow: a capture merged from interfaces of different snaplens has each packet twice, the cut
+copy sometimes first. Once a fuller copy has been seen after a cut one anywhere in the capture
+(``CutCopies``), cut bytes are held for ``REORDER_WINDOW`` packets, and a copy that brings them
+fills them in.
+
 Does not own connection identity, SYN/FIN/RST policy or the connection table (see `flows`).
 """
 
@@ -41,10 +47,22 @@ def offset_at(base_seq: int, offset: int, seq: int) -> int:
     return offset + (((seq - expected + _HALF) & _MASK) - _HALF)
 
 
+class CutCopies:
+    """Shared by a capture's streams: whether a fuller copy of a packet has come after a copy
+    the snaplen cut (then cut bytes are held for a while, see the module's docstring)."""
+
+    __slots__ = ("follow",)
+
+    def __init__(self) -> None:
+        self.follow = False
+
+
 class DirectionStream:
     """Reassembles one direction; a method that delivers appends the events to the ``out`` list it is handed."""
 
     __slots__ = (
+        "_cut_copies",
+        "_last_cut",
         "_pieces",
         "_settle_until",
         "_starts",
@@ -60,7 +78,9 @@ class DirectionStream:
         "offset",
     )
 
-    def __init__(self, conn: ConnectionKey, direction: Direction, cap: int) -> None:
+    def __init__(
+        self, conn: ConnectionKey, direction: Direction, cap: int, cut_copies: CutCopies | None = None
+    ) -> None:
         self.conn = conn
         self.direction = direction
         self.base_seq: int | None = None  # sequence number of stream offset 0
@@ -79,6 +99,8 @@ class DirectionStream:
         # While offset 0 is the first segment seen, not the SYN's: the packet index until which
         # nothing is delivered and earlier bytes move it back (-1: offset 0 is settled).
         self._settle_until = -1
+        self._cut_copies = CutCopies() if cut_copies is None else cut_copies
+        self._last_cut: tuple[int, int] | None = None  # the bytes of the last cut given up as a gap
 
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
@@ -105,6 +127,8 @@ class DirectionStream:
             self._rebase(start)
             start, end = 0, end - start
         if end <= offset:
+            if self._last_cut is not None and payload:
+                self._copy_of_cut(start, start + len(payload))
             return True  # a retransmission of bytes already delivered
         if start < offset:
             cut = offset - start
@@ -118,11 +142,12 @@ class DirectionStream:
             if payload:
                 # StreamChunk(...) without the Python-level __new__ a named tuple adds: one per packet
                 out.append(_new_tuple(StreamChunk, (self.conn, self.direction, start, payload, ts, index)))
-            if missing:
-                out.append(StreamGap(self.conn, self.direction, start + len(payload), missing, ts, "snaplen_cut"))
             self.offset = end
+            if missing:
+                self._cut(end - missing, end, ts, index, out)
             return True
         if payload:
+            self._uncut(start, start + len(payload))
             self._insert(start, start + len(payload), payload, ts, index)
         if missing:
             self._insert(end - missing, end, None, ts, index)
@@ -130,7 +155,7 @@ class DirectionStream:
             if index < self._settle_until and self.buffered <= self.cap:
                 return True
             self._settle_until = -1
-        self._deliver(out)
+        self._deliver(out, index)
         if self.buffered > self.cap:
             self.flush(out, "overflow")
             return False
@@ -154,6 +179,40 @@ class DirectionStream:
             self.base_seq = (self.base_seq + start) & _MASK
             self._pieces = [(s + shift, e + shift, *rest) for s, e, *rest in self._pieces]
             self._starts = [s + shift for s in self._starts]
+
+    def _cut(self, s: int, e: int, ts: int, index: int, out: list) -> None:
+        """Bytes [s, e) the snaplen cut, right at the offset: a gap, or held while a fuller copy
+        may bring them (see ``CutCopies``)."""
+        if self._cut_copies.follow:
+            self._insert(s, e, None, ts, index)
+            self.offset = s
+        else:
+            out.append(StreamGap(self.conn, self.direction, s, e - s, ts, "snaplen_cut"))
+            self._last_cut = (s, e)
+
+    def _copy_of_cut(self, s: int, e: int) -> None:
+        """Bytes [s, e) came again after the offset passed them: if they are bytes the last cut
+        gave up as a gap, fuller copies come after cut ones in this capture (too late for these)."""
+        last_cut = self._last_cut
+        if last_cut is not None and s < last_cut[1] and e > last_cut[0]:
+            self._cut_copies.follow = True
+
+    def _uncut(self, s: int, e: int) -> None:
+        """Held cut bytes in [s, e) give way to the bytes a fuller copy brings (and fuller copies
+        come after cut ones in this capture)."""
+        starts, pieces = self._starts, self._pieces
+        i = max(bisect_right(starts, s) - 1, 0)
+        while i < len(pieces) and pieces[i][0] < e:
+            ps, pe, data, ts, index = pieces[i]
+            if data is not None or pe <= s:
+                i += 1
+                continue
+            rest = [(a, b, None, ts, index) for a, b in ((ps, s), (e, pe)) if a < b]
+            pieces[i : i + 1] = rest
+            starts[i : i + 1] = [a for a, *_ in rest]
+            self.buffered -= min(pe, e) - max(ps, s)
+            i += len(rest)
+            self._cut_copies.follow = True
 
     def _insert(self, s: int, e: int, data: bytes | None, ts: int, index: int) -> None:
         starts, pieces = self._starts, self._pieces
@@ -185,11 +244,16 @@ class DirectionStream:
         self.buffered -= end - start
         self.offset = end
 
-    def _deliver(self, out: list) -> None:
+    def _deliver(self, out: list, index: int | None = None) -> None:
+        """Emit the buffered pieces that follow on from the offset; with ``index`` (the current
+        packet), cut bytes a fuller copy may still bring stop it (see ``CutCopies``)."""
         pieces = self._pieces
         n = 0
         while n < len(pieces) and pieces[n][0] <= self.offset:
-            self._emit(pieces[n], out)
+            piece = pieces[n]
+            if piece[2] is None and index is not None and index - piece[4] < REORDER_WINDOW and self._cut_copies.follow:
+                break
+            self._emit(piece, out)
             n += 1
         if n:
             del pieces[:n]
@@ -212,7 +276,7 @@ class DirectionStream:
             if index < self._settle_until:
                 return
             self._settle_until = -1
-            self._deliver(out)
+            self._deliver(out, index)
             if not pieces:
                 return
         acked = self.offset_of(ack_seq)

@@ -226,3 +226,22 @@ def test_a_provisional_start_settles_after_the_reorder_window():
 def test_a_hole_after_an_earlier_segment_at_a_mid_connection_start_is_a_gap():
     ev = run(numbered([seg(1010, b"later"), seg(1000, b"early")]))
     assert stream_of(ev) == [b"early", ("gap", 5, 5, "missing"), b"later"]
+
+
+def test_bytes_the_snaplen_cut_are_filled_by_a_fuller_copy_once_such_copies_are_seen():
+    """Interfaces of different snaplens merged: each packet twice, the cut copy first. The first
+    cut is a gap before its fuller copy comes (nothing says one will); from then on cut bytes
+    are held for the window, and the fuller copy fills them in."""
+    cut_then_whole = [
+        (seg(100, b"ab", missing=3), seg(100, b"abcde")),
+        (seg(105, b"fg", missing=3), seg(105, b"fghij")),
+        (seg(110, b"k", missing=4), seg(110, b"klmno")),
+    ]
+    ev = run(numbered([seg(99, flags=SYN)] + [s for pair in cut_then_whole for s in pair]))
+    assert stream_of(ev) == [b"ab", ("gap", 2, 3, "snaplen_cut"), b"fg", b"hij", b"k", b"lmno"]
+    # a cut no copy fills is a gap still: at the close, or once the window has passed
+    held = [seg(99, flags=SYN), seg(100, b"ab", missing=3), seg(100, b"abcde"), seg(105, b"fg", missing=3)]
+    assert stream_of(run(numbered(held)))[-2:] == [b"fg", ("gap", 7, 3, "snaplen_cut")]
+    later = seg(110, b"klmno", index=5 + REORDER_WINDOW)
+    ev = run([*numbered(held), *elsewhere(REORDER_WINDOW, 4), later])
+    assert stream_of(ev)[-3:] == [b"fg", ("gap", 7, 3, "snaplen_cut"), b"klmno"]
