@@ -2,7 +2,9 @@
 
 For every TCP direction, the bytes the tcp stage delivered (its ``StreamChunk``s, retransmitted
 copies already dropped) must equal the union of the ``request_span``/``response_span`` of the
-rows of that direction, with no two rows claiming the same byte. Directions of connections that
+rows of that direction, with no two rows claiming the same byte. A row's span may also cover
+bytes a ``StreamGap`` said are missing: a frame a gap cut is one row, from its start to where its
+size says it ends. Directions of connections that
 produced no row at all are reported when the connection is on a configured port (there, nothing
 may vanish); on other ports, a connection is only ours once detection called it Kafka. TLS
 connections are one row for the whole connection and are checked by that row's byte counts.
@@ -60,15 +62,22 @@ def _until_error(items):
 
 def captured_bytes(path, max_buffered_bytes: int | None = None) -> dict[str, list[tuple[int, int]]]:
     """Per direction label (``client->broker#n`` style), the stream intervals the tcp stage delivered."""
+    return _stream_intervals(path, max_buffered_bytes)[0]
+
+
+def _stream_intervals(path, max_buffered_bytes: int | None = None) -> tuple[dict, dict]:
+    """Per direction label, the stream intervals the tcp stage delivered, and those it said are missing."""
     options = {} if max_buffered_bytes is None else {"max_buffered_bytes": max_buffered_bytes}
-    spans = defaultdict(list)
+    spans, holes = defaultdict(list), defaultdict(list)
     for ev in reassemble(_until_error(read_packets(path)), **options):
-        if type(ev) is StreamChunk and ev.data:
+        if (type(ev) is StreamChunk and ev.data) or type(ev) is StreamGap:
             d = ev.direction
-            spans[_label(d.src_ip, d.src_port, d.dst_ip, d.dst_port, ev.conn.instance)].append(
-                (ev.offset, ev.offset + len(ev.data))
-            )
-    return {label: _merge(s) for label, s in spans.items()}
+            label = _label(d.src_ip, d.src_port, d.dst_ip, d.dst_port, ev.conn.instance)
+            if type(ev) is StreamChunk:
+                spans[label].append((ev.offset, ev.offset + len(ev.data)))
+            else:
+                holes[label].append((ev.offset, ev.offset + ev.length))
+    return {label: _merge(s) for label, s in spans.items()}, holes
 
 
 def _direction(src_ip, src_port, dst_ip, dst_port) -> str:
@@ -140,7 +149,7 @@ def check_accounting(path, **options) -> list[str]:
             if span is not None and span[1]:
                 claimed[label].append((span[0], span[0] + span[1]))
     violations += coverage_violations(path, options.get("max_buffered_bytes"))
-    captured = captured_bytes(path, options.get("max_buffered_bytes"))
+    captured, holes = _stream_intervals(path, options.get("max_buffered_bytes"))
     kafka = {label for label in claimed} | {_reverse(label) for label in claimed}
     kafka |= {row.connection_id for row in rows if row.connection_id and "->" in row.connection_id}
     kafka |= {_reverse(row.connection_id) for row in rows if row.connection_id and "->" in row.connection_id}
@@ -162,8 +171,8 @@ def check_accounting(path, **options) -> list[str]:
         for (a1, b1), (a2, b2) in itertools.pairwise(spans):
             if a2 < b1:
                 violations.append(f"{label}: rows claim bytes [{a1}, {b1}) and [{a2}, {b2}) twice")
-        got = _merge(spans)
-        if got != intervals:
+        got = _merge(spans + holes.get(label, []))
+        if got != _merge(intervals + holes.get(label, [])):
             have = sum(b - a for a, b in intervals)
             rows_hold = sum(b - a for a, b in got)
             violations.append(

@@ -21,8 +21,10 @@ from .sniff import (
     chained_ids,
     first_confirmed,
     looks_like_tls,
+    request_cut_start,
     request_ids_at,
     request_start_check,
+    response_cut_start,
     response_ids_at,
     response_start_check,
 )
@@ -253,8 +255,13 @@ class Connection:
         max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
         requests = request_start_check(ctx.known, max_size, pairer.client_ids)
-        self.framers[client] = DirectionFramer(requests, max_size, in_sync)
-        self.framers[broker] = DirectionFramer(response_start_check(max_size, pairer.pending_ids), max_size, in_sync)
+        self.framers[client] = DirectionFramer(requests, max_size, in_sync, request_cut_start(requests))
+        self.framers[broker] = DirectionFramer(
+            response_start_check(max_size, pairer.pending_ids),
+            max_size,
+            in_sync,
+            response_cut_start(max_size, pairer.pending_ids),
+        )
 
     def _decided_client(self) -> Direction:
         assert self.client is not None, "the client side is decided before anything asks for it"

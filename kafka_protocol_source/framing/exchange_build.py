@@ -196,5 +196,7 @@ def _span(frame) -> tuple[int, int] | None:
     if frame is None:
         return None
     if isinstance(frame, Partial):
+        if frame.span is not None:
+            return frame.offset, frame.span
         return frame.offset, len(frame.payload) + (4 if frame.claimed_size is not None else 0)
     return frame.offset, len(frame.payload) + 4

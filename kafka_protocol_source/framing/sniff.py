@@ -20,7 +20,7 @@ import re
 import struct
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..capture.model import fast_constructor
 
@@ -213,6 +213,32 @@ class _Response:
     size: int
     correlation_id: int
     pending: bool
+
+
+CutStart = Callable[[Any, int], bool]  # (buffer, position) -> whether a cut frame plausibly starts there
+
+
+def request_cut_start(check: StartCheck) -> CutStart:
+    """Whether a request plausibly starts at ``pos`` though a gap cut the bytes that would confirm
+    it: a header of an api and version the table knows, with a text client id."""
+    return lambda buf, pos: check(buf, pos, False, _nowhere) != NO
+
+
+def response_cut_start(max_frame_size: int, pending_ids: Callable[[], Collection[int]]) -> CutStart:
+    """Whether a response plausibly starts at ``pos`` though a gap cut the bytes that would
+    confirm it: a plausible size, and a correlation id a captured request waits for."""
+
+    def cut_start(buf, pos: int) -> bool:
+        if len(buf) - pos < 8:
+            return False
+        size, correlation_id = _RESPONSE_START.unpack_from(buf, pos)
+        return MIN_RESPONSE <= size <= max_frame_size and correlation_id in pending_ids()
+
+    return cut_start
+
+
+def _nowhere(_pos: int) -> bool:
+    return False
 
 
 MAX_CHAIN = 64  # frames followed from a candidate before giving up on reaching a packet boundary

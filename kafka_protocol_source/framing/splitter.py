@@ -9,16 +9,22 @@ lies inside the span it claims: then the claim was bytes that only looked like a
 the framer moves on instead of stalling the direction. Every byte fed comes out in exactly one
 ``Frame``, ``Partial`` or ``Skipped``: skipped bytes and frames cut short are reported, never
 spliced or dropped in silence.
+
+A gap inside a frame whose size prefix was read (a snaplen-limited capture cuts nearly every
+frame so; a lost packet) does not lose the framer its place: the frame ends where its size
+says, so the bytes up to there are the rest of that frame (one ``Partial`` whose span covers
+the gaps), and framing goes on in step after it. Only a gap that runs past the frame's end, or
+one outside any frame, needs a resync.
 """
 
 from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .model import new_frame
-from .sniff import CONFIRMED, MAYBE, StartCheck, first_confirmed
+from .sniff import CONFIRMED, MAYBE, CutStart, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # larger claimed sizes are framing errors (the maxFrameSize option)
@@ -47,13 +53,21 @@ class Partial:
     first_ns: int | None
     first_packet: int | None
     reason: str
+    span: int | None = None  # stream bytes it covers, gaps included, where more than the part present
 
 
 class DirectionFramer:
     def __init__(
-        self, looks_like_start: StartCheck, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, in_sync: bool = False
+        self,
+        looks_like_start: StartCheck,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        in_sync: bool = False,
+        cut_start: CutStart | None = None,
     ):
+        """``cut_start``: whether a frame plausibly starts at a position though a gap cut the
+        bytes that would confirm it (without it, such a frame is skipped while resyncing)."""
         self.looks_like_start = looks_like_start
+        self.cut_start = cut_start
         self.max_frame_size = max_frame_size
         self.buf = bytearray()
         self.pos = 0  # read position in buf
@@ -69,6 +83,8 @@ class DirectionFramer:
         )
         self.scanned_to = 0  # buf position up to which no confirmed alternative start exists
         self.chunk_starts: set[int] = set()  # stream offsets where a packet's bytes start
+        # A frame a gap cut, read on to where its size says it ends: (Partial of its head, end).
+        self.cut: tuple[Partial, int] | None = None
 
     # -- input ------------------------------------------------------------------------
 
@@ -102,8 +118,13 @@ class DirectionFramer:
 
         The missing bytes are said once: by the frame they cut, or else by a row of their own.
         """
-        out = self._drain(final=True)
+        out: list = []
+        if not self.in_sync and self.cut is None and self.cut_start is not None:
+            self._cut_from_candidate(offset + length, out)
+        out += self._drain(final=True)
         missing = f"{length} bytes missing from the capture ({reason})"
+        if self._cut_through_gap(offset + length, missing, out):
+            return out
         cut = self._cut_pending(missing)
         out += cut
         if not any(isinstance(item, Partial) for item in cut):
@@ -113,8 +134,55 @@ class DirectionFramer:
         self.skip_reason = f"resync after a gap ({reason})"
         return out
 
+    def _cut_from_candidate(self, gap_end: int, out: list) -> None:
+        """While resyncing, before a gap that ends at ``gap_end``: the candidate the framer waits
+        at, where a packet starts, is taken for a frame the gap cuts when ``cut_start`` finds it
+        plausible and its size claims bytes past the gap (in a snaplen-limited capture no frame
+        of more than one packet can ever be confirmed)."""
+        pos, buf = self.pos, self.buf
+        if len(buf) - pos < 8 or self.base + pos not in self.chunk_starts or not self.cut_start(buf, pos):  # type: ignore[misc]
+            return
+        (size,) = _SIZE.unpack_from(buf, pos)
+        start = self.base + pos
+        end = start + 4 + size
+        if not 0 <= size <= self.max_frame_size or gap_end > end:
+            return
+        self._end_skip(out)
+        first_ns, first_packet = self._time_at(start)
+        self.cut = (Partial(bytes(buf[pos + 4 :]), size, start, first_ns, first_packet, ""), end)
+
+    def _cut_through_gap(self, gap_end: int, missing: str, out: list) -> bool:
+        """For a gap that ends at ``gap_end`` inside the frame being read (or one a gap cut
+        before): its bytes up to the frame's end are that frame's, and framing goes on in step
+        after it. False when the gap is not inside such a frame."""
+        if self.cut is not None:
+            head, end = self.cut
+            if gap_end > end:  # it runs past the frame: the frame is over, and the framer lost
+                out.append(replace(head, span=self.base + len(self.buf) - head.offset))
+                self.cut = None
+                out.append(Skipped(end, gap_end - end, None, None, missing, captured=False))
+                self._restart(gap_end)
+                self.skip_reason = f"resync after a gap ({missing})"
+                return True
+            self.cut = (replace(head, reason=f"{head.reason}; {missing}" if head.reason else missing), end)
+        elif self.in_sync and len(self.buf) - self.pos >= 4:
+            (size,) = _SIZE.unpack_from(self.buf, self.pos)
+            start = self.base + self.pos
+            end = start + 4 + size
+            if not 0 <= size <= self.max_frame_size or gap_end > end:
+                return False
+            first_ns, first_packet = self._time_at(start)
+            head = Partial(bytes(self.buf[self.pos + 4 :]), size, start, first_ns, first_packet, missing)
+            self.cut = (head, end)
+        else:
+            return False
+        self._restart(gap_end)
+        self.in_sync = False  # (the fast path in feed stays off until the frame's end)
+        out += self._drain()
+        return True
+
     def finish(self, why: str = "the capture ended inside this frame") -> list:
-        if not self.buf and self.skip_start is None:
+        if not self.buf and self.skip_start is None and self.cut is None:
             self._restart(None)  # nothing pending: no frame to cut short, no skip to report
             return []
         return self._finish_pending(why)
@@ -134,7 +202,7 @@ class DirectionFramer:
         out: list = []
         buf = self.buf
         while True:
-            if not self.in_sync and not self._resync(out, final):
+            if not self.in_sync and not (self._rest_of_cut(out) if self.cut else self._resync(out, final)):
                 break
             left = len(buf) - self.pos
             if left < 4:
@@ -154,6 +222,21 @@ class DirectionFramer:
             self.pos += 4 + size
         self._compact()
         return out
+
+    def _rest_of_cut(self, out: list) -> bool:
+        """The bytes of the frame a gap cut, up to its end; True once it is out and the framer
+        is in step again after it."""
+        assert self.cut is not None, "called while a cut frame is read on"
+        head, end = self.cut
+        at = end - self.base  # where the frame ends in buf
+        if len(self.buf) < at:
+            self.pos = len(self.buf)  # all of it the cut frame's (its span covers them)
+            return False
+        self.pos = at
+        out.append(replace(head, span=end - head.offset))
+        self.cut = None
+        self.in_sync = True
+        return True
 
     def _resync(self, out: list, final: bool) -> bool:
         """Find the next frame start; True once in sync again."""
@@ -218,6 +301,11 @@ class DirectionFramer:
 
     def _cut_pending(self, reason: str) -> list:
         out: list = []
+        if self.cut is not None:  # the frame a gap cut ends short of its end
+            head = self.cut[0]
+            out.append(replace(head, span=self.base + len(self.buf) - head.offset, reason=f"{head.reason}; {reason}"))
+            self.cut = None
+            return out
         left = len(self.buf) - self.pos
         if not self.in_sync:
             if left:
@@ -258,6 +346,8 @@ class DirectionFramer:
         self.skip_start = None
         self.scanned_to = 0
         self.chunk_starts.clear()
+        if offset is None:
+            self.cut = None
 
     def _time_at(self, offset: int) -> tuple[int | None, int | None]:
         found: tuple[int | None, int | None] = (None, None)

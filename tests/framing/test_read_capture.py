@@ -234,3 +234,20 @@ def test_a_connection_scope_partitions_the_exchanges_and_can_share_some_apis(sam
         assert sorted((e.connection_id, e.correlation_id) for e in shared if e.api_key == 3) == metadata
         own = {(e.connection_id, e.correlation_id) for e in sliced[i] if e.api_key in (0, 1)}
         assert {(e.connection_id, e.correlation_id) for e in shared if e.api_key in (0, 1)} == own
+
+
+def test_a_packet_lost_inside_a_frame_cuts_that_frame_only(tmp_path):
+    """The lost packet lies inside a frame whose size was read: its end is known, so it is one
+    gap row (paired with its response) and the frames after it are read without a resync; a
+    loss that runs past a frame's end, into the next, still needs one."""
+    c = Conversation()
+    c.request(metadata_v1_request(1, ("a" * 300,)), pieces=4)  # segments 2..5
+    c.response(metadata_v1_response(1, ("a" * 300,)))
+    c.request(metadata_v1_request(2))
+    c.response(metadata_v1_response(2))
+    out = run(tmp_path, c.pcap(drop={3}))
+    assert summary(out) == [("gap", "Metadata", 1), ("ok", "Metadata", 2)]
+    assert "bytes missing from the capture (missing)" in out[0].error and out[0].response is not None
+    assert out[0].request_span == (0, len(sized(metadata_v1_request(1, ("a" * 300,)))))
+    across = run(tmp_path, c.pcap(drop={5, 7}), name="across.pcap")  # the frame's last piece and the next request
+    assert ("ok", "Metadata", 2) not in summary(across) and summary(across)[0] == ("gap", "Metadata", 1)

@@ -282,3 +282,27 @@ def test_a_response_in_flight_when_the_client_resets_still_answers_its_request(t
     out = read(tmp_path, pb.pcap(packets(c.segments)))
     assert summary(out) == [("ok", "Metadata", 1), ("ok", "Metadata", 2)]
     assert len({e.connection_id for e in out}) == 1
+
+
+@pytest.mark.parametrize("handshake", [True, False])
+def test_a_snaplen_that_cuts_every_frame_keeps_every_header_and_pairing(tmp_path, handshake):
+    """tcpdump -s 120: nearly every frame is cut, in every packet it spans. Each frame's end is
+    known from its size, so every request keeps its header and pairs with its response, in a
+    connection captured from its SYN and in one joined mid-stream (like tshark, which reads the
+    header of every cut packet). Every byte is still in exactly one row (tests/accounting.py)."""
+    from tests.accounting import check_accounting
+
+    c = Conversation(handshake=handshake)
+    topics = tuple("t" * 90 + str(i) for i in range(3))
+    for i in range(1, 7):
+        c.request(metadata_v1_request(i, topics), pieces=2)
+        c.response(metadata_v1_response(i, topics), pieces=3)
+    snap = 120
+    cut = [(ns, frame[:snap], len(frame)) for ns, frame in packets(c.segments)]
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(pb.pcap(cut, snaplen=snap))
+    out = list(read_capture(path))
+    assert summary(out) == [("gap", "Metadata", i) for i in range(1, 7)]
+    assert all(e.client_id == "app" and "snaplen_cut" in e.error for e in out)
+    assert [e.response_size for e in out] == [len(sized(metadata_v1_response(i, topics))) for i in range(1, 7)]
+    assert check_accounting(path) == []
