@@ -270,7 +270,7 @@ class Decoder:
         budget = DecompressionBudget(max_decompressed_bytes)
         decode_records_fields(self, result["body"], paths, budget)
         if budget.exhausted:
-            cut = f"records not decompressed past the frame's budget of {budget.total} bytes (maxDecompressedBytes)"
+            cut = budget.note()
             result["note"] = f"{result['note']}; {cut}" if result.get("note") else cut
 
     def _recover(self, first: DecodeError, payload, message, api_version, where, lenient) -> dict:

@@ -26,6 +26,7 @@ class DecompressionBudget:
         self.left = total
         self.records_left = max(total // RECORD_COST, MIN_RECORDS)
         self.exhausted = False
+        self.records_cut = False  # spent by the count of records rather than by bytes
 
     def decompress(self, codec_id: int, data: bytes) -> bytes:
         if self.exhausted:
@@ -53,8 +54,15 @@ class DecompressionBudget:
         self.records_left -= count
 
     def records_spent(self) -> str:
-        self.exhausted = True
-        return (
-            f"records not decoded past the frame's budget of {self.total} bytes (maxDecompressedBytes, "
-            f"{RECORD_COST} bytes a record)"
-        )
+        self.exhausted = self.records_cut = True
+        return self.note()
+
+    def note(self) -> str:
+        """What a spent budget left out, and the option that lets more through."""
+        if self.records_cut:
+            return (
+                f"records past the frame's first {max(self.total // RECORD_COST, MIN_RECORDS)} not decoded: "
+                f"the record budget of maxDecompressedBytes ({self.total} bytes, one record per {RECORD_COST}); "
+                "raise it to decode more"
+            )
+        return f"records not decompressed past the frame's budget of {self.total} bytes (maxDecompressedBytes)"

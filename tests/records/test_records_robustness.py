@@ -255,3 +255,18 @@ MUTATION_BASES = [mixed_set()] + [
     build_set(magic, codec, [(5, b"key", b"value" * 20, [("h", b"v")] if magic == 2 else None), (6, None, None, [])])
     for magic, codec in [(0, GZIP), (1, SNAPPY), (2, GZIP), (2, SNAPPY), (2, LZ4), (2, ZSTD)]
 ]
+
+
+def test_records_past_the_record_budget_say_which_budget_and_how_to_raise_it():
+    """A frame of more small records than the record budget lets through (one per 1 KiB of
+    maxDecompressedBytes, at least 65,536) keeps the first ones, and says it was the count, not
+    the bytes, that stopped it: the bytes decompressed were far below maxDecompressedBytes."""
+    from kafka_protocol_source.records.budget import MIN_RECORDS, DecompressionBudget
+
+    n = MIN_RECORDS + 10
+    records = b"".join(raw_record(b"", b"v", offset_delta=i) for i in range(n))
+    budget = DecompressionBudget(1 << 20)
+    (batch,) = decode_records(raw_v2_batch(records, n, last_offset_delta=n - 1), budget=budget)
+    assert len(batch["records"]) == MIN_RECORDS
+    assert budget.records_cut and f"records past the frame's first {MIN_RECORDS} not decoded" in batch["error"]
+    assert "raise it" in budget.note() and "decompressed" not in budget.note()
