@@ -1,8 +1,10 @@
 """Pair each response with its request by correlation id, and turn everything into exchanges.
 
 Owns, per connection: requests in flight (pipelined, answered in any order), Produce with
-acks=0 (no response expected), responses whose request was not captured, requests left
-unanswered, frames that do not decode, frames cut by gaps, bytes skipped to resync, and the raw
+acks=0 (no response expected: a ``no_response`` row once a later request's response, or the
+end, shows none came; some brokers, Tansu among them, answer anyway, and then it pairs as any
+other), responses whose request was not captured, requests left unanswered, frames that do not
+decode, frames cut by gaps, bytes skipped to resync, and the raw
 SASL tokens that follow a SaslHandshake v0 (KIP-43: not Kafka frames until authentication
 ends). Every frame becomes part of exactly one ``Exchange``, and each exchange says which bytes
 of the two streams it holds (``request_span``/``response_span``).
@@ -44,6 +46,7 @@ _CORRELATION = struct.Struct(">i")
 _FIXED_HEADER = struct.Struct(">hhi")
 _KEY_VERSION = struct.Struct(">hh")
 _CLIENT_ID_LENGTH = struct.Struct(">h")
+ACKS0_ANSWERED = "Produce with acks=0, answered anyway (Apache Kafka's brokers send no response)"
 # Responses held for a request still to come (the client side was behind); older ones are given up.
 ORPHAN_LIMIT = 256
 
@@ -57,6 +60,7 @@ class Pending:
     decoded: dict | None
     status: str = OK
     error: str | None = None
+    note: str | None = None
 
 
 class Pairer:
@@ -72,6 +76,7 @@ class Pairer:
         self.filtering = ctx.apis is not None or ctx.window_ns is not None
         self._defines = ctx.decoder.defines_request
         self.unwanted: set[int] = set()
+        self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
 
     def pending_ids(self):
         return self.pending.keys()
@@ -148,9 +153,29 @@ class Pairer:
             self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
             return
         if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
-            self._emit(NO_RESPONSE, frame, decoded, note=notes("Produce with acks=0: no response is sent", decoded))
+            self.acks0.append(header.correlation_id)  # (before _wait: a held response may answer it there)
+            self._wait(Pending(frame, header, decoded, NO_RESPONSE))
+            if len(self.acks0) > ORPHAN_LIMIT:
+                self._no_response(self.acks0.popleft())
             return
         self._wait(Pending(frame, header, decoded))
+
+    def _no_response(self, correlation_id: int) -> None:
+        """The row of a Produce with acks=0 that got no response, as none was to come."""
+        pending = self.pending.get(correlation_id)
+        if pending is not None and pending.status == NO_RESPONSE:
+            del self.pending[correlation_id]
+            note = notes("Produce with acks=0: no response is sent", pending.decoded)
+            self._emit(NO_RESPONSE, pending.frame, pending.decoded, note=note)
+
+    def _answered_after(self, pending: Pending) -> None:
+        """A response came for ``pending``: a broker answers a connection's requests in order, so
+        the Produce requests with acks=0 sent before it got none."""
+        while self.acks0:
+            earlier = self.pending.get(self.acks0[0])
+            if earlier is not None and earlier is not pending and earlier.frame.offset > pending.frame.offset:
+                break
+            self._no_response(self.acks0.popleft())
 
     def _header(self, payload: bytes, size: int | None = None) -> RequestHeader | None:
         """The request header alone, for any api key and version in the plausible ranges.
@@ -169,6 +194,8 @@ class Pairer:
 
     def _wait(self, pending: Pending) -> None:
         correlation_id = pending.header.correlation_id
+        if correlation_id in self.pending and self.pending[correlation_id].status == NO_RESPONSE:
+            self._no_response(correlation_id)
         older = self.pending.pop(correlation_id, None)
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
@@ -199,6 +226,10 @@ class Pairer:
             else:
                 self._missing(frame)
             return
+        if self.acks0:
+            self._answered_after(pending)
+            if pending.status == NO_RESPONSE:
+                pending.status, pending.note = OK, ACKS0_ANSWERED
         header = pending.header
         if not self.ctx.decoder.defines_response(header.api_key, header.api_version):
             self._emit_pending(pending, pending.status, pending.error, response_frame=frame, raw_response=payload)
@@ -219,7 +250,7 @@ class Pairer:
             self.sasl_mode = True  # KIP-43: raw tokens follow, without Kafka headers
         status, error = pending.status, pending.error
         deviated = response.get("trailing_bytes") or response.get("deviations")
-        if status == OK and not deviated and not self.filtering and pending.decoded is not None:
+        if status == OK and not deviated and not self.filtering and pending.decoded is not None and not pending.note:
             request_frame = pending.frame
             if type(request_frame) is Frame:
                 self.out.append(answered(self.ctx, self.ids, request_frame, pending.decoded, frame, response))
@@ -294,6 +325,8 @@ class Pairer:
             )
 
     def finish(self, why: str = "no response before the end of the capture") -> list[Exchange]:
+        while self.acks0:
+            self._no_response(self.acks0.popleft())
         while self.orphans:
             self._missing(self.orphans.popitem(last=False)[1])
         for pending in list(self.pending.values()):
@@ -307,6 +340,8 @@ class Pairer:
 
     def _emit_pending(self, pending: Pending, status: str, error: str | None, **kw) -> None:
         raw = pending.frame.payload if pending.decoded is None or pending.status != OK else None
+        if pending.note:
+            kw["note"] = pending.note
         self._emit(status, pending.frame, pending.decoded, error=error, raw_request=raw, header=pending.header, **kw)
 
     def _emit_sasl(self, token: Frame, reply: Frame | None) -> None:

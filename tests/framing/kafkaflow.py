@@ -48,6 +48,12 @@ def produce_v3_request(correlation_id: int, acks: int, records: bytes = b"") -> 
     return struct.pack(">hhi", 0, 3, correlation_id) + string("producer") + body
 
 
+def produce_v3_response(correlation_id: int, base_offset: int = 0) -> bytes:
+    partition = struct.pack(">ihqq", 0, 0, base_offset, -1)
+    topic = string("orders") + struct.pack(">i", 1) + partition
+    return struct.pack(">i", correlation_id) + struct.pack(">i", 1) + topic + struct.pack(">i", 0)
+
+
 def sized(frame: bytes) -> bytes:
     return struct.pack(">i", len(frame)) + frame
 

@@ -15,6 +15,7 @@ from .kafkaflow import (
     metadata_v1_request,
     metadata_v1_response,
     produce_v3_request,
+    produce_v3_response,
     sized,
     string,
 )
@@ -57,6 +58,29 @@ def test_acks_zero_unanswered_and_request_missing(tmp_path):
     assert summary(out) == [("no_response", "Produce", 1), ("request_missing", None, 99), ("unanswered", "Metadata", 2)]
     missing = out[1]
     assert missing.raw_response == metadata_v1_response(99) and missing.response is None
+
+
+def test_a_produce_with_acks_zero_that_a_broker_answers_pairs_with_its_answer(tmp_path):
+    """Apache Kafka's brokers send nothing for acks=0; some (Tansu) answer anyway. The answer
+    pairs with its request (said in the note) instead of being a response whose request was not
+    captured; an acks=0 request a later request's response passes got none (responses come in
+    order), and is a no_response row as before."""
+    c = Conversation()
+    c.request(produce_v3_request(1, acks=0))
+    c.request(produce_v3_request(2, acks=0))
+    c.response(produce_v3_response(2))
+    c.request(produce_v3_request(3, acks=0))
+    c.request(metadata_v1_request(4))
+    c.response(metadata_v1_response(4))
+    out = run(tmp_path, c.pcap())
+    assert summary(out) == [
+        ("no_response", "Produce", 1),
+        ("ok", "Produce", 2),
+        ("no_response", "Produce", 3),
+        ("ok", "Metadata", 4),
+    ]
+    assert "answered anyway" in out[1].note and out[1].response is not None and out[1].latency_ms is not None
+    assert out[0].response is None and out[0].note.startswith("Produce with acks=0: no response is sent")
 
 
 def test_reordered_and_retransmitted_segments_change_nothing(tmp_path):
