@@ -94,7 +94,8 @@ class EpochTracker:
 
     def commit(self, ex) -> None:
         req = ex.request or {}
-        group, epoch = req.get("group_id"), req.get("generation_id_or_member_epoch")
+        group = req.get("group_id")
+        epoch = req.get("generation_id_or_member_epoch", req.get("generation_id"))  # (TxnOffsetCommit's)
         if group is None:
             return
         generation = (self.epochs.get((group, epoch)) if epoch is not None else None) or self.latest.get(group)

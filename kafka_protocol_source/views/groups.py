@@ -29,7 +29,9 @@ from .group_model import GROUP_COLUMNS, Generation, Member, by_time, named_parti
 from .topic_names import TopicNames
 
 OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 11, 12, 13, 14
-GROUP_APIS = frozenset({OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT})
+TXN_OFFSET_COMMIT = 28  # an exactly-once producer commits its consumer's offsets so (KIP-98)
+COMMITS = frozenset({OFFSET_COMMIT, TXN_OFFSET_COMMIT})
+GROUP_APIS = COMMITS | {JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT}
 REBALANCE_IN_PROGRESS = 27
 FENCED = {22: "ILLEGAL_GENERATION", 25: "UNKNOWN_MEMBER_ID", 82: "FENCED_INSTANCE_ID"}
 
@@ -81,7 +83,7 @@ class GroupsBuilder:
         for ex in exchanges:
             if ex.api_key == CONSUMER_GROUP_HEARTBEAT:
                 epochs.heartbeat(ex)
-            elif ex.api_key == OFFSET_COMMIT and epochs.knows((ex.request or {}).get("group_id")):
+            elif ex.api_key in COMMITS and epochs.knows((ex.request or {}).get("group_id")):
                 epochs.commit(ex)
             else:
                 classic.take(ex)
@@ -107,6 +109,7 @@ class _Classic:
             HEARTBEAT: self._heartbeat,
             LEAVE_GROUP: self._leave,
             OFFSET_COMMIT: self._commit,
+            TXN_OFFSET_COMMIT: self._commit,
         }.get(ex.api_key)
         if handler is not None:
             handler(ex, group, req, resp)
@@ -146,9 +149,17 @@ class _Classic:
                 member.subscribe(m["metadata_decoded"])
 
     def _generation(self, group: str, generation_id: int, rebalance: Generation | None, ex) -> Generation:
+        """The generation of this id (made when first seen), which becomes the group's current
+        one unless a newer one is. Exchanges come in request-time order, so an older generation
+        can show up after a newer one: a JoinGroup sent before an old member's last heartbeat
+        is answered with the new generation (a capture that starts during a rebalance)."""
         key = (group, generation_id)
         generation = self.generations.get(key)
+        current = self.current.get(group)
+        newer = current is None or current.generation_id is None or generation_id > current.generation_id
         if generation is not None:
+            if newer and current is not generation:
+                self.current[group] = generation
             return generation
         if rebalance is not None and rebalance.generation_id is None:
             generation = rebalance
@@ -157,10 +168,10 @@ class _Classic:
             generation.protocol_type = self.protocol_types.get(group)
         generation.generation_id = generation_id
         self.generations[key] = generation
-        current = self.current.get(group)
-        if current is not None and current is not generation:
-            current.end("rebalance_in_progress", ex.request_time, None)  # ended in a rebalance we did not see start
-        self.current[group] = generation
+        if newer:
+            if current is not None and current is not generation:
+                current.end("rebalance_in_progress", ex.request_time, None)  # ended in a rebalance we did not see start
+            self.current[group] = generation
         return generation
 
     def _sync(self, ex, group, req, resp) -> None:

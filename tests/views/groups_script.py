@@ -14,6 +14,7 @@ START = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 NAMES = {
     3: "Metadata",
     8: "OffsetCommit",
+    28: "TxnOffsetCommit",
     11: "JoinGroup",
     12: "Heartbeat",
     13: "LeaveGroup",
@@ -125,6 +126,23 @@ class GroupScript:
         }
         response = {"topics": [{"name": "t", "partitions": [{"partition_index": p, "error_code": 0} for p in offsets]}]}
         return self._add(who, 8, request, response)
+
+    def txn_commit(self, who, member_id, generation, offsets: dict[int, int]):
+        """A TxnOffsetCommit (v3+: with the generation and member) of an exactly-once producer."""
+        request = {
+            "transactional_id": "tx",
+            "group_id": self.group,
+            "producer_id": 7,
+            "producer_epoch": 0,
+            "generation_id": generation,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "topics": [
+                {"name": "t", "partitions": [{"partition_index": p, "committed_offset": o} for p, o in offsets.items()]}
+            ],
+        }
+        response = {"topics": [{"name": "t", "partitions": [{"partition_index": p, "error_code": 0} for p in offsets]}]}
+        return self._add(who, 28, request, response)
 
     def metadata(self, topics: dict[str, str]):
         return self._add(

@@ -292,3 +292,37 @@ def test_a_heartbeat_answer_without_its_epoch_is_skipped_not_a_crash():
     g.consumer_heartbeat("A", "a-1", 1, answer_epoch=1)
     [only] = group_rows(g.exchanges)
     assert (only["generation_id"], only["heartbeats"]) == (1, 1)
+
+
+def test_offsets_an_exactly_once_producer_commits_in_its_transaction_are_the_groups_commits():
+    """Kafka Streams and other exactly-once apps commit only with TxnOffsetCommit (to the group
+    coordinator, in the transaction): those are the group's commits too."""
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=1, leader="a-1", members=["a-1"])
+    g.sync("A", "a-1", 1, assignments={"a-1": [0]}, mine=[0])
+    g.txn_commit("A", "a-1", 1, {0: 10})
+    g.txn_commit("A", "a-1", 1, {0: 12})
+    [row] = group_rows(g.exchanges)
+    assert row["commits"] == 2
+    assert [(c["topic"], c["partition"], c["offset"]) for c in row["committed"]] == [("t", 0, 12)]
+
+
+def test_a_capture_started_during_a_rebalance_ends_each_generation_by_what_happened_to_it():
+    """Exchanges come in request-time order: the new member's JoinGroup, answered with generation
+    2, comes before the old generation's last heartbeat. Generation 1 (first seen then) must not
+    end generation 2, nor take the LeaveGroup that ends generation 2."""
+    g = GroupScript()
+    g.join("B", member_id="b-1", generation=2, leader="b-1", members=["a-1", "b-1"], wait_s=3)
+    old = g.heartbeat("A", "a-1", 1, error=27)  # REBALANCE_IN_PROGRESS
+    g.join("A", member_id="a-1", generation=2, leader="b-1", wait_s=2)
+    g.sync("B", "b-1", 2, assignments={"b-1": [0], "a-1": [1]}, mine=[0])
+    g.sync("A", "a-1", 2, mine=[1])
+    g.heartbeat("A", "a-1", 2)
+    leave = g.leave("A", "a-1")
+    by_id = {r["generation_id"]: r for r in group_rows(g.exchanges)}
+    assert (by_id[1]["ended"], by_id[1]["ended_time"]) == ("rebalance_in_progress", old.response_time)
+    assert (by_id[2]["ended"], by_id[2]["ended_member"], by_id[2]["ended_time"]) == (
+        "member_left",
+        "a-1",
+        leave.request_time,
+    )
