@@ -7,6 +7,12 @@ side whose frames decode as requests is the client, and the other side's respons
 with them. A broker-side file read alone gives its responses as ``request_missing``; when its
 sibling is the client side, the pair is read once, through the client file. Dumps carry no
 capture times, so exchange times are null.
+
+A tcpflow-named file may start mid-frame (tcpflow joined the connection mid-stream): it is
+read from the first position in its first 64 KiB where a request header, or responses whose
+correlation ids count up, start a run of frames to the end of what was sniffed, and the bytes
+before it are a gap row that says so. A file without such a name must be frames from its first
+byte (content alone is weak evidence of a dump).
 """
 
 from __future__ import annotations
@@ -15,10 +21,12 @@ import os
 import re
 import struct
 from collections.abc import Iterator
+from itertools import pairwise
 
 from .model import Exchange
 from .pairing import Pairer
 from .sniff import (
+    RESPONSE_STEP,
     chained_ids,
     read_request_header,
     request_ids_at,
@@ -26,7 +34,7 @@ from .sniff import (
     response_ids_at,
     response_start_check,
 )
-from .splitter import DirectionFramer
+from .splitter import DirectionFramer, Skipped
 
 _TCPFLOW_NAME = re.compile(r"^(?P<src>.+)\.(?P<sport>\d{1,5})-(?P<dst>.+)\.(?P<dport>\d{1,5})$")
 _SIZE = struct.Struct(">i")
@@ -70,12 +78,14 @@ def role(path: str, ctx) -> str | None:
     ids the other side answers is the client, and alone, a file of requests carries ids that
     change from frame to frame.
     """
-    head = _head(path)
-    if not _chains(head, ctx):
+    found = _dump_head(path, ctx)
+    if found is None:
         return None
+    head = found[1]
     sibling = _sibling(path)
-    other = _head(sibling) if sibling else b""
-    if other and _chains(other, ctx):
+    other_found = _dump_head(sibling, ctx) if sibling else None
+    other = other_found[1] if other_found else b""
+    if other:
         as_client = len(set(_request_ids(head, ctx)) & set(_response_ids(other)))
         as_broker = len(set(_request_ids(other, ctx)) & set(_response_ids(head)))
         if as_client != as_broker:
@@ -84,17 +94,44 @@ def role(path: str, ctx) -> str | None:
     return "client" if ids and (len(ids) == 1 or len(set(ids)) > 1) else "broker"
 
 
-def _chains(head: bytes, ctx) -> bool:
-    """Whether ``head`` is a run of plausible size-prefixed frames."""
-    if len(head) < 8:
+def _dump_head(path: str, ctx) -> tuple[int, bytes] | None:
+    """Where a dump's frames start, and its first bytes from there; None if it is no dump."""
+    head = _head(path)
+    if _chains(head, ctx):
+        return 0, head
+    if tcpflow_endpoints(path) is None:
+        return None
+    start = _mid_stream_start(head, ctx)
+    return None if start is None else (start, head[start:])
+
+
+def _mid_stream_start(head: bytes, ctx) -> int | None:
+    """The first position where a request header, or two responses with correlation ids that
+    count up, start frames that run to the end of ``head`` (a frame may run past it)."""
+    for pos in range(1, len(head) - 8):
+        if not _chains(head, ctx, pos):
+            continue
+        if read_request_header(head, pos, ctx.known, strict=True, max_frame_size=ctx.max_frame_size):
+            return pos
+        ids = chained_ids(head, pos, lambda p: response_ids_at(head, p))
+        if len(ids) >= 2 and all(0 < b - a <= RESPONSE_STEP for a, b in pairwise(ids)):
+            return pos
+    return None
+
+
+def _chains(head: bytes, ctx, pos: int = 0, frames: int = 1) -> bool:
+    """Whether ``head`` from ``pos`` is a run of plausible size-prefixed frames (at least
+    ``frames`` of them begun in it)."""
+    if len(head) - pos < 8:
         return False
-    pos = 0
+    n = 0
     while pos + 4 <= len(head):
         (size,) = _SIZE.unpack_from(head, pos)
         if not 4 <= size <= ctx.max_frame_size:
             return False
         pos += 4 + size
-    return True
+        n += 1
+    return n >= frames
 
 
 def _request_ids(head: bytes, ctx) -> list[int]:
@@ -133,16 +170,21 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
         framer = DirectionFramer(
             request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids), ctx.max_frame_size, True
         )
-        yield from _feed(client_file, framer, pairer, True)
+        yield from _feed(client_file, framer, pairer, True, ctx)
     if broker_file:
         framer = DirectionFramer(response_start_check(ctx.max_frame_size, pairer.pending_ids), ctx.max_frame_size, True)
-        yield from _feed(broker_file, framer, pairer, False)
+        yield from _feed(broker_file, framer, pairer, False, ctx)
     yield from pairer.finish()
 
 
-def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool) -> Iterator[Exchange]:
-    offset = 0
+def _feed(path: str, framer: DirectionFramer, pairer: Pairer, is_request: bool, ctx) -> Iterator[Exchange]:
+    found = _dump_head(path, ctx)
+    offset = found[0] if found else 0
+    if offset:
+        why = "the dump starts mid-frame (tcpflow joined the connection mid-stream): bytes before the first frame"
+        yield from pairer.take([Skipped(0, offset, None, None, why)], is_request)
     with open(path, "rb") as f:
+        f.seek(offset)
         while True:
             data = f.read(_READ)
             yield from pairer.take(framer.feed(offset, data, 0, None) if data else framer.finish(), is_request)

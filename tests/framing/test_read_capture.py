@@ -233,6 +233,33 @@ def test_tcpflow_dump_pair(tmp_path):
     assert [e.status for e in read_capture(broker_alone)] == ["request_missing", "request_missing"]
 
 
+def test_a_tcpflow_dump_that_starts_mid_frame_is_read_from_its_first_frame(tmp_path):
+    """tcpflow joined the connection mid-stream: both files start inside a frame. Each is read
+    from its first frame (the bytes before it a gap row that says why), and they still pair."""
+    first = sized(metadata_v1_request(1, ("x" * 50,)))
+    requests = first + b"".join(sized(metadata_v1_request(i)) for i in range(2, 5))
+    responses = sized(metadata_v1_response(1, ("x" * 50,))) + b"".join(
+        sized(metadata_v1_response(i)) for i in range(2, 5)
+    )
+    client = tmp_path / "010.000.000.001.50000-010.000.000.002.09092"
+    broker = tmp_path / "010.000.000.002.09092-010.000.000.001.50000"
+    client.write_bytes(requests[30:])
+    broker.write_bytes(responses[20:])
+    out = list(read_capture(client))
+    ok = sorted(e.correlation_id for e in out if e.status == "ok")
+    assert ok == [2, 3, 4]
+    skips = [e for e in out if e.status == "gap"]
+    assert all("the dump starts mid-frame" in e.error for e in skips)
+    first_response = len(sized(metadata_v1_response(1, ("x" * 50,))))
+    assert {(e.request_span, e.response_span) for e in skips} == {
+        (None, (0, first_response - 20)),
+        ((0, len(first) - 30), None),
+    }
+    plain = tmp_path / "no-tcpflow-name"
+    plain.write_bytes(requests[30:])
+    assert [e.status for e in read_capture(plain)] == ["capture_error"]  # content alone: frames from byte 0
+
+
 def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
     out = run(tmp_path, b"hello, this is not a capture", name="notes.txt")
     assert [e.status for e in out] == ["capture_error"]
