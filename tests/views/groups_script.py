@@ -116,16 +116,8 @@ class GroupScript:
         )
 
     def commit(self, who, member_id, generation, offsets: dict[int, int]):
-        request = {
-            "group_id": self.group,
-            "generation_id_or_member_epoch": generation,
-            "member_id": member_id,
-            "topics": [
-                {"name": "t", "partitions": [{"partition_index": p, "committed_offset": o} for p, o in offsets.items()]}
-            ],
-        }
-        response = {"topics": [{"name": "t", "partitions": [{"partition_index": p, "error_code": 0} for p in offsets]}]}
-        return self._add(who, 8, request, response)
+        request = {"group_id": self.group, "generation_id_or_member_epoch": generation, "member_id": member_id}
+        return self._add(who, 8, *_committing(request, offsets))
 
     def txn_commit(self, who, member_id, generation, offsets: dict[int, int]):
         """A TxnOffsetCommit (v3+: with the generation and member) of an exactly-once producer."""
@@ -137,12 +129,8 @@ class GroupScript:
             "generation_id": generation,
             "member_id": member_id,
             "group_instance_id": None,
-            "topics": [
-                {"name": "t", "partitions": [{"partition_index": p, "committed_offset": o} for p, o in offsets.items()]}
-            ],
         }
-        response = {"topics": [{"name": "t", "partitions": [{"partition_index": p, "error_code": 0} for p in offsets]}]}
-        return self._add(who, 28, request, response)
+        return self._add(who, 28, *_committing(request, offsets))
 
     def metadata(self, topics: dict[str, str]):
         return self._add(
@@ -172,3 +160,10 @@ class GroupScript:
             else {"topic_partitions": [{"topic_id": t, "partitions": p} for t, p in assignment.items()]},
         }
         return self._add(who, 68, request, response)
+
+
+def _committing(request: dict, offsets: dict[int, int]) -> tuple[dict, dict]:
+    """A commit request of ``offsets`` (partition -> offset of topic t), and its answer of no errors."""
+    partitions = [{"partition_index": p, "committed_offset": o} for p, o in offsets.items()]
+    response = {"topics": [{"name": "t", "partitions": [{"partition_index": p, "error_code": 0} for p in offsets]}]}
+    return {**request, "topics": [{"name": "t", "partitions": partitions}]}, response
