@@ -9,6 +9,7 @@ walk the top-level set (see reader).
 import struct
 import zlib
 
+from .default_record import OverLimit
 from .errors import RecordsError
 from .shapes import compression_name, legacy_record, new_batch
 
@@ -59,6 +60,9 @@ def decode_legacy_message(data: bytes, pos: int, end: int, truncated: bool, budg
                 inner, offset, magic, timestamp if log_append_time else None, batch, budget.records_allowed()
             )
             budget.charge_records(len(batch["records"]))
+    except OverLimit:
+        budget.charge_records(len(batch["records"]))
+        batch["error"] = budget.records_spent()
     except RecordsError as e:
         batch["error"] = str(e)
     batch["records_count"] = len(batch["records"])
@@ -98,7 +102,7 @@ def _inner_records(
     n = len(inner)
     while pos < n:
         if len(records) >= limit:
-            raise RecordsError("inner messages not decoded past the frame's budget (maxDecompressedBytes)")
+            raise OverLimit
         if n - pos < _PREFIX.size:
             raise RecordsError("inner message header truncated")
         offset, size, crc, magic, attributes = _PREFIX.unpack_from(inner, pos)

@@ -15,6 +15,7 @@ from tests.records.records_builders import (
     NONE,
     SNAPPY,
     ZSTD,
+    build_legacy,
     build_set,
     legacy_message,
     patch_v2,
@@ -270,3 +271,16 @@ def test_records_past_the_record_budget_say_which_budget_and_how_to_raise_it():
     assert len(batch["records"]) == MIN_RECORDS
     assert budget.records_cut and f"records past the frame's first {MIN_RECORDS} not decoded" in batch["error"]
     assert "raise it" in budget.note() and "decompressed" not in budget.note()
+
+
+def test_a_legacy_wrapper_of_more_messages_than_the_record_budget_says_so_too():
+    """A gzip wrapper message (magic 1) holding more inner messages than the record budget lets
+    through: the first ones are kept, and the batch and the budget say it was the record count."""
+    from kafka_protocol_source.records.budget import MIN_RECORDS, DecompressionBudget
+
+    n = MIN_RECORDS + 10
+    wrapper = build_legacy(1, GZIP, [(0, None, b"v")] * n)
+    budget = DecompressionBudget(64 << 20)  # bytes enough: the count stops it
+    (batch,) = decode_records(wrapper, budget=budget)
+    assert len(batch["records"]) == MIN_RECORDS and budget.records_cut
+    assert f"records past the frame's first {MIN_RECORDS} not decoded" in batch["error"]
