@@ -180,7 +180,10 @@ def error_names_frame(spark):
 
 
 def run_query(spark, name: str, exchanges, records, params: dict):
-    """``QUERIES[name]`` over the given DataFrames, with the parameters it uses out of ``params``."""
+    """``QUERIES[name]`` over the given DataFrames, with the parameters it uses out of ``params``.
+    Of the records, the applications' only: transaction markers (control records) are not counted."""
+    if "is_control" in records.columns:
+        records = records.where("NOT coalesce(is_control, false)")
     sql = QUERIES[name]
     args = {k: v for k, v in params.items() if f":{k}" in sql}
     return spark.sql(sql, args=args, exchanges=exchanges, records=records, error_names=error_names_frame(spark))
