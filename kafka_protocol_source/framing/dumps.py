@@ -66,8 +66,12 @@ def _sibling(path: str) -> str | None:
 
 
 def _head(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(_SNIFF_BYTES)
+    """The first bytes of ``path``; none when it cannot be read (a directory, a file gone): no dump."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(_SNIFF_BYTES)
+    except OSError:
+        return b""
 
 
 def role(path: str, ctx) -> str | None:

@@ -265,6 +265,14 @@ def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
     assert [e.status for e in out] == ["capture_error"]
 
 
+def test_a_directory_or_a_file_gone_is_a_row_not_a_crash(tmp_path):
+    """read_capture reads files (spark.read and kafka-wire expand directories): handed a
+    directory or a path that is not there, it says so in a capture_error row."""
+    for path in (tmp_path, tmp_path / "gone.pcap"):
+        [row] = read_capture(path)
+        assert row.status == "capture_error" and "cannot open capture" in row.error
+
+
 def test_a_connection_scope_partitions_the_exchanges_and_can_share_some_apis(samples):
     def by_hash(index: int, shared=None):  # what the Spark layer builds for a split capture
         def scope(endpoints):
