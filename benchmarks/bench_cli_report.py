@@ -50,9 +50,9 @@ def main() -> None:
     if not capture.exists():
         build(capture, args.size_mb)
 
-    from benchmarks.bench_report import quiet_session
+    from kafka_protocol_source.cli.session import start_session
 
-    spark = quiet_session(args.master)
+    spark, _ = start_session(args.master, verbose=False)  # the session kafka-wire report runs in
     for bodies in (True, False):  # the JVM's and the workers' first runs, on a small capture
         report_once(spark, str(SAMPLE), bodies)
     times: dict[bool, list[float]] = {True: [], False: []}

@@ -10,31 +10,12 @@ of ``report/queries.py``) and ``render_html``, each timed, plus the size of the 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def quiet_session(master: str):
-    """A SparkSession for timing: no UI, no progress bars, the log at ERROR, the source registered."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from kafka_protocol_source.spark import register
-
-    spark = (
-        SparkSession.builder.master(master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
 
 
 def main() -> None:
@@ -49,10 +30,11 @@ def main() -> None:
     if args.rebuild or not capture.exists():
         build(capture, args.size_mb)
 
+    from kafka_protocol_source.cli.session import start_session
     from kafka_protocol_source.report.compute import compute_report
     from kafka_protocol_source.report.html import render_html
 
-    spark = quiet_session(args.master)
+    spark, _ = start_session(args.master, verbose=False)  # the command's own quiet session
     exchanges = spark.read.format("kafka-wire").load(str(capture))
     records = spark.read.format("kafka-wire").option("view", "records").load(str(capture))
     t0 = time.perf_counter()
