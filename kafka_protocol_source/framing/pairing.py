@@ -4,10 +4,10 @@ Owns, per connection: requests in flight (pipelined, answered in any order), Pro
 acks=0 (no response expected: a ``no_response`` row once a later request's response, or the
 end, shows none came; some brokers, Tansu among them, answer anyway, and then it pairs as any
 other), responses whose request was not captured, requests left unanswered, frames that do not
-decode, frames cut by gaps, bytes skipped to resync, and the raw
-SASL tokens that follow a SaslHandshake v0 (KIP-43: not Kafka frames until authentication
-ends). Every frame becomes part of exactly one ``Exchange``, and each exchange says which bytes
-of the two streams it holds (``request_span``/``response_span``).
+decode, frames cut by gaps, bytes skipped to resync, and the raw SASL tokens that follow a
+SaslHandshake v0 (KIP-43: not Kafka frames until authentication ends). Every frame becomes part
+of exactly one ``Exchange``, and each exchange says which bytes of the two streams it holds
+(``request_span``/``response_span``).
 
 Pairing needs the request header only: a request whose body the definitions in use cannot read
 (an api key or version they lack, a body that does not match) still pairs with its response,
@@ -172,8 +172,8 @@ class Pairer:
         """A response came for ``pending``: a broker answers a connection's requests in order, so
         the Produce requests with acks=0 sent before it got none."""
         while self.acks0:
-            earlier = self.pending.get(self.acks0[0])
-            if earlier is not None and earlier is not pending and earlier.frame.offset > pending.frame.offset:
+            earlier = self.pending.get(self.acks0[0])  # (``pending`` itself is out of it already)
+            if earlier is not None and earlier.frame.offset > pending.frame.offset:
                 break
             self._no_response(self.acks0.popleft())
 
@@ -194,8 +194,8 @@ class Pairer:
 
     def _wait(self, pending: Pending) -> None:
         correlation_id = pending.header.correlation_id
-        if correlation_id in self.pending and self.pending[correlation_id].status == NO_RESPONSE:
-            self._no_response(correlation_id)
+        if correlation_id in self.pending:
+            self._no_response(correlation_id)  # (an acks=0 request with this id got no response)
         older = self.pending.pop(correlation_id, None)
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")

@@ -142,14 +142,21 @@ class DirectionFramer:
         pos, buf = self.pos, self.buf
         if len(buf) - pos < 8 or self.base + pos not in self.chunk_starts or not self.cut_start(buf, pos):  # type: ignore[misc]
             return
-        (size,) = _SIZE.unpack_from(buf, pos)
-        start = self.base + pos
+        cut = self._cut_at_pos(gap_end, "")
+        if cut is not None:
+            self._end_skip(out)
+            self.cut = cut
+
+    def _cut_at_pos(self, gap_end: int, reason: str) -> tuple[Partial, int] | None:
+        """The frame whose size prefix is at ``pos``, as the head of a frame a gap cuts, and its
+        end; None when its size is not plausible or the gap runs past its end."""
+        (size,) = _SIZE.unpack_from(self.buf, self.pos)
+        start = self.base + self.pos
         end = start + 4 + size
         if not 0 <= size <= self.max_frame_size or gap_end > end:
-            return
-        self._end_skip(out)
+            return None
         first_ns, first_packet = self._time_at(start)
-        self.cut = (Partial(bytes(buf[pos + 4 :]), size, start, first_ns, first_packet, ""), end)
+        return Partial(bytes(self.buf[self.pos + 4 :]), size, start, first_ns, first_packet, reason), end
 
     def _cut_through_gap(self, gap_end: int, missing: str, out: list) -> bool:
         """For a gap that ends at ``gap_end`` inside the frame being read (or one a gap cut
@@ -166,14 +173,9 @@ class DirectionFramer:
                 return True
             self.cut = (replace(head, reason=f"{head.reason}; {missing}" if head.reason else missing), end)
         elif self.in_sync and len(self.buf) - self.pos >= 4:
-            (size,) = _SIZE.unpack_from(self.buf, self.pos)
-            start = self.base + self.pos
-            end = start + 4 + size
-            if not 0 <= size <= self.max_frame_size or gap_end > end:
+            self.cut = self._cut_at_pos(gap_end, missing)
+            if self.cut is None:
                 return False
-            first_ns, first_packet = self._time_at(start)
-            head = Partial(bytes(self.buf[self.pos + 4 :]), size, start, first_ns, first_packet, missing)
-            self.cut = (head, end)
         else:
             return False
         self._restart(gap_end)

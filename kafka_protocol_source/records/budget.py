@@ -24,7 +24,8 @@ class DecompressionBudget:
     def __init__(self, total: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
         self.total = total
         self.left = total
-        self.records_left = max(total // RECORD_COST, MIN_RECORDS)
+        self.records_total = max(total // RECORD_COST, MIN_RECORDS)
+        self.records_left = self.records_total
         self.exhausted = False
         self.records_cut = False  # spent by the count of records rather than by bytes
 
@@ -61,7 +62,7 @@ class DecompressionBudget:
         """What a spent budget left out, and the option that lets more through."""
         if self.records_cut:
             return (
-                f"records past the frame's first {max(self.total // RECORD_COST, MIN_RECORDS)} not decoded: "
+                f"records past the frame's first {self.records_total} not decoded: "
                 f"the record budget of maxDecompressedBytes ({self.total} bytes, one record per {RECORD_COST}); "
                 "raise it to decode more"
             )

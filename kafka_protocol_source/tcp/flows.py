@@ -182,15 +182,14 @@ class _Table:
         beyond = stream.past_end(seg.seq)
         if beyond is None:
             return conn, stream
+        closing = conn.closing
+        assert closing is not None, "called for a closing connection only"
         if beyond <= 1:
             stream.go_on()
             conn.fins.discard(src)
-            if conn.closing is not None:
-                del self.closing[four]
-                conn.closing = None
+            del self.closing[four]
+            conn.closing = None
             return conn, stream
-        closing = conn.closing
-        assert closing is not None, "only a closing connection has bytes past its end"
         self.close(four, conn, closing[0], closing[2], out)
         conn = self._open(four, seg, out)
         return conn, conn.streams[src]

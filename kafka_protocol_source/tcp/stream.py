@@ -128,7 +128,7 @@ class DirectionStream:
             start, end = 0, end - start
         if end <= offset:
             if self._last_cut is not None and payload:
-                self._copy_of_cut(start, start + len(payload))
+                self._copy_of_cut(self._last_cut, start, start + len(payload))
             return True  # a retransmission of bytes already delivered
         if start < offset:
             cut = offset - start
@@ -190,11 +190,10 @@ class DirectionStream:
             out.append(StreamGap(self.conn, self.direction, s, e - s, ts, "snaplen_cut"))
             self._last_cut = (s, e)
 
-    def _copy_of_cut(self, s: int, e: int) -> None:
+    def _copy_of_cut(self, last_cut: tuple[int, int], s: int, e: int) -> None:
         """Bytes [s, e) came again after the offset passed them: if they are bytes the last cut
         gave up as a gap, fuller copies come after cut ones in this capture (too late for these)."""
-        last_cut = self._last_cut
-        if last_cut is not None and s < last_cut[1] and e > last_cut[0]:
+        if s < last_cut[1] and e > last_cut[0]:
             self._cut_copies.follow = True
 
     def _uncut(self, s: int, e: int) -> None:
