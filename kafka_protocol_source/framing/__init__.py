@@ -1,8 +1,9 @@
 """Framing stage: TCP byte streams in, Kafka exchanges (request + response) out.
 
 Owns frame splitting and resync (``splitter``), telling client from broker and Kafka from
-other traffic (``connection``, ``sniff``), pairing by correlation id (``pairing``), the row of
-each exchange (``exchange_build``) and stream dumps (``dumps``). It is handed a body decoder
+other traffic (``connection``, ``sniff``), pairing by correlation id (``pairing``), reading
+responses whose request was not captured (``orphans``), the row of each exchange
+(``exchange_build``) and stream dumps (``dumps``). It is handed a body decoder
 (``decoding.BodyDecoder``) and never imports the codec; ``kafka_protocol_source.pipeline`` wires
 it to the other stages (``read_capture``).
 """

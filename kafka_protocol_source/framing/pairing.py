@@ -13,8 +13,9 @@ Pairing needs the request header only: a request whose body the definitions in u
 (an api key or version they lack, a body that does not match) still pairs with its response,
 with both raw bodies kept. A response can be handed over before its request when the client
 side was still resynchronising (a capture joined mid-stream): it waits, bounded, for a request
-with its correlation id, and is a ``request_missing`` row only when none comes. The row of each
-exchange (times, sizes, spans, notes) is built by ``exchange_build``.
+with its correlation id, and is a ``request_missing`` row only when none comes (its body read
+at an api and version of the connection's requests when exactly one fits: ``orphans``). The
+row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from ..spec.api_keys import PRODUCE, SASL_HANDSHAKE
+from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes
 from .model import (
@@ -38,6 +39,7 @@ from .model import (
     Exchange,
     Frame,
 )
+from .orphans import read_orphan
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -77,6 +79,8 @@ class Pairer:
         self._defines = ctx.decoder.defines_request
         self.unwanted: set[int] = set()
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
+        self.used: set[tuple[int, int]] = set()  # (api key, version) of the requests seen: how orphans are read
+        self.protocol_type: str | None = None  # of the group the connection joins: what embedded data in orphans is
 
     def pending_ids(self):
         return self.pending.keys()
@@ -117,6 +121,7 @@ class Pairer:
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
+            self.used.add((header.api_key, header.api_version))
             self.orphans.pop(header.correlation_id, None)
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
@@ -152,7 +157,10 @@ class Pairer:
         if decoded.get("trailing_bytes") or decoded.get("deviations"):
             self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
             return
-        if decoded["api_key"] == PRODUCE and decoded["body"].get("acks") == 0:
+        api_key = decoded["api_key"]
+        if api_key == JOIN_GROUP or api_key == SYNC_GROUP:
+            self.protocol_type = decoded["body"].get("protocol_type") or self.protocol_type
+        if api_key == PRODUCE and decoded["body"].get("acks") == 0:
             self.acks0.append(header.correlation_id)  # (before _wait: a held response may answer it there)
             self._wait(Pending(frame, header, decoded, NO_RESPONSE))
             if len(self.acks0) > ORPHAN_LIMIT:
@@ -193,7 +201,9 @@ class Pairer:
         return found or None
 
     def _wait(self, pending: Pending) -> None:
-        correlation_id = pending.header.correlation_id
+        header = pending.header
+        correlation_id = header.correlation_id
+        self.used.add((header.api_key, header.api_version))
         if correlation_id in self.pending:
             self._no_response(correlation_id)  # (an acks=0 request with this id got no response)
         older = self.pending.pop(correlation_id, None)
@@ -268,15 +278,26 @@ class Pairer:
         )
 
     def _missing(self, frame: Frame) -> None:
+        """The row of a response whose request was not captured, read at an api and version of
+        this connection's requests when exactly one reads it (``orphans``)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
+        context = {"body": {"protocol_type": self.protocol_type}} if self.protocol_type else None
+        reading = read_orphan(self.ctx.decoder, frame.payload, self.used, context)
+        header = None
+        if reading.api_key is not None and reading.api_version is not None and correlation_id is not None:
+            client_id = next(iter(self.client_ids)) if len(self.client_ids) == 1 else None
+            header = new_request_header(0, reading.api_key, reading.api_version, correlation_id, client_id, 0)
         self._emit(
             REQUEST_MISSING,
             None,
             None,
             response_frame=frame,
+            response=reading.response,
+            header=header,
             correlation_id=correlation_id,
-            raw_response=frame.payload,
+            raw_response=frame.payload if reading.response is None else None,
             error="no captured request has this correlation id",
+            note=reading.note,
         )
 
     # -- what gaps and resyncs leave --------------------------------------------------

@@ -55,9 +55,28 @@ def test_acks_zero_unanswered_and_request_missing(tmp_path):
     c.request(metadata_v1_request(2))
     c.response(metadata_v1_response(99))
     out = run(tmp_path, c.pcap())
-    assert summary(out) == [("no_response", "Produce", 1), ("request_missing", None, 99), ("unanswered", "Metadata", 2)]
+    assert summary(out) == [
+        ("no_response", "Produce", 1),
+        ("request_missing", "Metadata", 99),  # read as the one request of the connection that reads it
+        ("unanswered", "Metadata", 2),
+    ]
     missing = out[1]
-    assert missing.raw_response == metadata_v1_response(99) and missing.response is None
+    assert missing.response["brokers"] and missing.raw_response is None and missing.request is None
+    assert missing.api_version == 1 and "read as Metadata v1" in missing.note
+
+
+def test_a_response_no_request_of_its_connection_reads_stays_raw_and_says_so(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(2))
+    c.response(produce_v3_response(99))
+    c.response(metadata_v1_response(2))
+    rows = run(tmp_path, c.pcap())
+    [answered] = [e for e in rows if e.correlation_id == 2]
+    [missing] = [e for e in rows if e.correlation_id == 99]
+    assert (missing.status, missing.api_key, missing.response) == ("request_missing", None, None)
+    assert missing.raw_response == produce_v3_response(99)
+    assert "none of this connection's requests (Metadata v1) reads it" in missing.note
+    assert answered.status == "ok"
 
 
 def test_a_produce_with_acks_zero_that_a_broker_answers_pairs_with_its_answer(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from tests.accounting import check_accounting
-from tests.cuts import late_start, mid_segment, one_side, pieces, segments_of
+from tests.cuts import Cut, late_start, mid_segment, one_side, pieces, segments_of
 from tests.samples.catalog import TSHARK, samples
 
 from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response
@@ -86,6 +86,47 @@ def test_one_side_missing_neither_crashes_nor_loses_bytes(s, tmp_path):
             # (the gap rows: the client's bytes its FIN says it sent, which this capture lacks)
             found = Counter(e.connection_id for e in with_ports if responses[e.connection_id] >= 2)
             assert Counter(e.connection_id for e in rows) == found
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_responses_whose_requests_were_lost_are_read_at_their_connections_versions(s, tmp_path):
+    """Every second request of each api on each connection is lost (its packet's payload cut out,
+    as a capture that starts while it is in flight has none of it). Each of their responses is
+    read at the api and version the connection's other requests use, exactly as the whole capture
+    reads it, or is left raw with a note that says why; never read as something it is not. A
+    Fetch response is always read: every record in it is back."""
+    whole = [e for e in read_capture(s.path, ports=[s.broker_port]) if e.status == "ok" and e.response is not None]
+    nth: Counter = Counter()
+    lost = {}
+    for e in whole:
+        if nth[e.connection_id, e.api_key] % 2:
+            lost[e.connection_id, e.correlation_id] = e
+        nth[e.connection_id, e.api_key] += 1
+    packets = {e.request_packet for e in lost.values()}
+    segments = segments_of(s.path)
+    cut = Cut(tuple(g._replace(payload=b"", missing=0) if g.packet_index in packets else g for g in segments))
+    path = cut.write(tmp_path / "lost.pcap")
+    rows = list(read_capture(path, ports=[s.broker_port]))
+    missing = {(e.connection_id, e.correlation_id): e for e in rows if e.status == "request_missing"}
+    assert set(missing) == set(lost)
+    read = 0
+    for key, e in missing.items():
+        was = lost[key]
+        if e.response is None:
+            assert e.api_key is None and e.raw_response and "request not captured" in e.note, e
+        else:
+            assert (e.api_key, e.api_version, e.response) == (was.api_key, was.api_version, was.response)
+            assert e.raw_response is None and e.client_id == was.client_id
+            read += 1
+        if was.api_name == "Fetch":
+            assert e.response is not None, e
+    assert read >= len(lost) - 1  # (the one left raw: a Heartbeat response that is also a LeaveGroup one)
+    assert check_accounting(path, ports=[s.broker_port]) == []
+    # A read for Fetch alone (as the records view reads) has them too: its filter sees their api.
+    fetched = [e for e in read_capture(path, ports=[s.broker_port], apis=[1]) if e.status == "request_missing"]
+    assert sorted(e.correlation_id for e in fetched) == sorted(
+        was.correlation_id for was in lost.values() if was.api_name == "Fetch"
+    )
 
 
 def test_a_request_without_response_then_fin_is_unanswered_with_and_without_ports(tmp_path):
