@@ -2,7 +2,8 @@
 
 An exchange counts as not ok when its ``outcome`` is not ``ok``: a transport problem (its
 ``status``) or a response carrying an error code (``error_response``). Records are the
-applications' records: transaction markers (control records) are left out of the counts.
+applications' records: transaction markers (control records) and fetched records of aborted
+transactions are left out of the counts.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ REPORT_QUERIES = {
                sum(CASE WHEN direction = 'fetch' THEN 1 ELSE 0 END) AS fetched,
                sum(CASE WHEN direction = 'fetch' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
                    AS fetched_bytes
-        FROM records WHERE NOT coalesce(is_control, false) GROUP BY 1
+        FROM records WHERE NOT coalesce(is_control, false) AND NOT coalesce(is_aborted, false) GROUP BY 1
         ORDER BY produced + fetched DESC, topic LIMIT {top}""",
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,

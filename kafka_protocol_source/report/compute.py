@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .queries import QUERIED_EXCHANGE_COLUMNS, QUERIED_RECORD_COLUMNS, QUERIES, bucket_width_us, run_query
+from .queries import (
+    QUERIED_EXCHANGE_COLUMNS,
+    QUERIED_RECORD_COLUMNS,
+    QUERIES,
+    applications_records,
+    bucket_width_us,
+    run_query,
+)
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,8 @@ def compute_report(spark, exchanges, records, *, top: int = 10) -> ReportData:
     from pyspark import StorageLevel  # noqa: PLC0415 - rendering and the queries import without pyspark
 
     exchanges = exchanges.select(*QUERIED_EXCHANGE_COLUMNS).localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)
-    records = records.select(*QUERIED_RECORD_COLUMNS).localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)
+    records = applications_records(records).select(*QUERIED_RECORD_COLUMNS)
+    records = records.localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)
     summary = collect_rows(run_query(spark, "summary", exchanges, records, {}))
     params = {"top": top, "bucket_us": bucket_width_us(summary[0]["span_s"])}
     results = {"summary": summary}

@@ -179,11 +179,19 @@ def error_names_frame(spark):
     return spark.sql(f"SELECT * FROM VALUES {rows} AS error_names(code, name)")
 
 
+def applications_records(records):
+    """The records an application sees: transaction markers (control records) and the fetched
+    records of aborted transactions (which a read_committed consumer drops) are left out."""
+    for column in ("is_control", "is_aborted"):
+        if column in records.columns:
+            records = records.where(f"NOT coalesce({column}, false)")
+    return records
+
+
 def run_query(spark, name: str, exchanges, records, params: dict):
-    """``QUERIES[name]`` over the given DataFrames, with the parameters it uses out of ``params``.
-    Of the records, the applications' only: transaction markers (control records) are not counted."""
-    if "is_control" in records.columns:
-        records = records.where("NOT coalesce(is_control, false)")
+    """``QUERIES[name]`` over the given DataFrames, with the parameters it uses out of ``params``;
+    of the records, the applications' only (``applications_records``)."""
+    records = applications_records(records)
     sql = QUERIES[name]
     args = {k: v for k, v in params.items() if f":{k}" in sql}
     return spark.sql(sql, args=args, exchanges=exchanges, records=records, error_names=error_names_frame(spark))

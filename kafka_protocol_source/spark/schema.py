@@ -149,6 +149,9 @@ RECORDS_VIEW = StructType(
         StructField("producer_id", LongType()),
         StructField("is_transactional", BooleanType()),
         StructField("is_control", BooleanType()),
+        # fetched records: in a transaction the Fetch response lists as aborted (a read_committed
+        # consumer drops them); null for produced ones and fetches that list none (read_uncommitted)
+        StructField("is_aborted", BooleanType()),
         StructField("crc_valid", BooleanType()),
         StructField("topic_id", StringType()),
         StructField("capture_file", StringType()),

@@ -8,6 +8,7 @@ from the Metadata, CreateTopics and DescribeTopicPartitions responses of the sam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from ..spec.api_keys import FETCH, PRODUCE
@@ -32,9 +33,47 @@ def record_rows(exchange, names: TopicNames):
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
+                batches = part.get("records")
+                aborted = aborted_batches(batches or (), part.get("aborted_transactions"))
                 yield from _batches(
-                    exchange, "fetch", name, topic_id, part.get("partition_index"), part.get("records"), answer
+                    exchange, "fetch", name, topic_id, part.get("partition_index"), batches, answer, aborted
                 )
+
+
+def aborted_batches(batches: Sequence[dict], aborted_transactions: list[dict] | None) -> list[bool | None]:
+    """Per fetched batch: whether a read_committed consumer drops it as part of an aborted
+    transaction, decided as Kafka's consumer decides it (``CompletedFetch``): the partition's
+    ``aborted_transactions`` (producer id, first offset) open as batches reach their first offset,
+    a producer's ABORT marker closes its own, and a transactional batch of an open producer is
+    aborted. None for every batch when the response has no such list (a read_uncommitted fetch,
+    or a version before 4): whether any was aborted is not said there."""
+    if aborted_transactions is None:
+        return [None] * len(batches)
+    starts: list[tuple[int, int]] = sorted(
+        (t["first_offset"], t["producer_id"])
+        for t in aborted_transactions
+        if t.get("first_offset") is not None and t.get("producer_id") is not None
+    )
+    open_: set = set()
+    out: list[bool | None] = []
+    at = 0
+    for batch in batches:
+        producer = batch.get("producer_id")
+        if batch.get("magic") != 2 or producer is None or producer < 0:
+            out.append(False)  # no producer id: never part of a transaction
+            continue
+        last = (batch.get("base_offset") or 0) + (batch.get("last_offset_delta") or 0)
+        while at < len(starts) and starts[at][0] <= last:
+            open_.add(starts[at][1])
+            at += 1
+        if batch.get("is_control"):
+            records = batch.get("records") or ()
+            if records and (records[0].get("control") or {}).get("type") == 0:  # an ABORT marker
+                open_.discard(producer)
+            out.append(False)
+        else:
+            out.append(bool(batch.get("is_transactional")) and producer in open_)
+    return out
 
 
 def _produce_answers(response: dict | None, names: TopicNames) -> dict:
@@ -55,7 +94,7 @@ def _topic(topic: dict, names: TopicNames, name_field: str):
     return name, topic_id
 
 
-def _batches(exchange, direction, topic, topic_id, partition, batches, answer=None):
+def _batches(exchange, direction, topic, topic_id, partition, batches, answer=None, aborted=None):
     """``answer``: (error code, assigned base offset) of the partition in the response, None if
     no response was captured. Produced records get the log offsets the broker assigned (its base
     offset plus the record's delta) when it accepted them; records it refused name its error."""
@@ -68,7 +107,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
         # legacy wrapper alike): every record moves by the same amount from where the producer put it.
         first = next((r["offset"] for b in batches or () for r in b["records"] if r["offset"] is not None), None)
         shift = log_base - first if first is not None else 0
-    for batch in batches or ():
+    for n, batch in enumerate(batches or ()):
         compression = batch["compression"]
         base = {
             "topic": topic,
@@ -84,6 +123,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             "producer_id": batch["producer_id"],
             "is_transactional": batch["is_transactional"],
             "is_control": batch["is_control"],
+            "is_aborted": aborted[n] if aborted is not None else None,
             "timestampType": _TIMESTAMP_TYPES.get(batch["timestamp_type"], -1),
             "topic_id": topic_id,
             "capture_file": exchange.capture_file,
