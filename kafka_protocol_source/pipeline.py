@@ -170,6 +170,12 @@ class CodecBodies:
         self._responses.add((api_key, api_version))
         return True
 
+    def reads_response_exactly(self, payload: bytes, api_key: int, api_version: int) -> bool:
+        return self.decoder.reads_response_exactly(payload, api_key, api_version)
+
+    def response_versions(self) -> Iterable[tuple[int, int]]:
+        return self.decoder.response_versions()
+
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)
 

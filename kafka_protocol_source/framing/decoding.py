@@ -9,6 +9,7 @@ after a body that otherwise decoded) and a ``note``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 
@@ -28,3 +29,7 @@ class BodyDecoder(Protocol):
     def decode_request(self, payload: bytes) -> dict: ...
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict: ...
+
+    def reads_response_exactly(self, payload: bytes, api_key: int, api_version: int) -> bool: ...
+
+    def response_versions(self) -> Iterable[tuple[int, int]]: ...

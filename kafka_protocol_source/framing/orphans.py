@@ -6,8 +6,10 @@ header holds only the correlation id; what says how to read the body (api key an
 in the request. A client settles one version per api for a connection (after ApiVersions), so the
 pairs of the connection's captured requests are the candidates. The response is read at each,
 strictly: every byte used and nothing that deviates from the spec. When exactly one reads it,
-that is its api and version. When several do (a Heartbeat and a LeaveGroup v0 response are both
-an error code alone) or none does, the body stays raw and the note says why.
+and no version of any other api does (the request not captured may be of an api the captured
+ones lack: a Heartbeat v1-3 response is read exactly as a LeaveGroup v1-2 one, both a throttle
+time and an error code), that is its api and version. Otherwise (several candidates read it, an
+api none of them is reads it too, or none reads it) the body stays raw and the note says why.
 
 Owns that choice and its note; pairing (``pairing``) owns when a response is given up as
 ``request_missing`` and the row it becomes.
@@ -38,37 +40,58 @@ def read_orphan(
     decoder: BodyDecoder, payload: bytes, candidates: Collection[tuple[int, int]], context: dict | None = None
 ) -> Reading:
     """``payload`` read at each of ``candidates`` (the pairs the connection's requests use);
-    ``context``: what stands for the request in reading embedded data (the group's protocol type)."""
+    ``context``: what stands for the request in reading embedded data (the group's protocol type).
+
+    Which versions read it is asked of the layouts alone (no records decompressed, nothing kept);
+    only the one answer, when there is one, is decoded in full."""
     tried = sorted(candidates)[:MAX_CANDIDATES]
-    exact = [(pair, found) for pair in tried if (found := _exactly(decoder, payload, pair, context)) is not None]
-    if len(exact) == 1:
-        (api_key, api_version), response = exact[0]
-        note = (
-            f"request not captured: the response read as {_named(decoder, api_key, api_version)}, the only api and"
-            " version of this connection's requests that reads it exactly"
-        )
-        return Reading(api_key, api_version, response, note)
-    if exact:
-        listed = ", ".join(_named(decoder, *pair) for pair, _ in exact)
-        return Reading(None, None, None, f"request not captured: the response reads exactly as any of {listed}")
-    if tried:
+    exact = [pair for pair in tried if decoder.reads_response_exactly(payload, *pair)]
+    if not exact:
+        if not tried:
+            return Reading(None, None, None, None)
         listed = ", ".join(_named(decoder, *pair) for pair in tried)
-        note = f"request not captured: none of this connection's requests ({listed}) reads it"
+        return Reading(
+            None, None, None, f"request not captured: none of this connection's requests ({listed}) reads it"
+        )
+    if len(exact) > 1:
+        listed = ", ".join(_named(decoder, *pair) for pair in exact)
+        return Reading(None, None, None, f"request not captured: the response reads exactly as any of {listed}")
+    api_key, api_version = exact[0]
+    named = _named(decoder, api_key, api_version)
+    others = [
+        pair
+        for pair in decoder.response_versions()
+        if pair[0] != api_key and decoder.reads_response_exactly(payload, *pair)
+    ]
+    if others:
+        note = (
+            f"request not captured: the response reads exactly as {named}, of this connection's requests, and"
+            f" as {_listed(decoder, others)}, whose request may be the one not captured"
+        )
         return Reading(None, None, None, note)
-    return Reading(None, None, None, None)
-
-
-def _exactly(decoder: BodyDecoder, payload: bytes, pair: tuple[int, int], context: dict | None) -> dict | None:
-    api_key, api_version = pair
-    if not decoder.defines_response(api_key, api_version):
-        return None
     try:
-        found = decoder.decode_response(payload, api_key, api_version, context)
-    except UndecodableBody:
-        return None
-    if found.get("trailing_bytes") or found.get("deviations") or found.get("body_version", api_version) != api_version:
-        return None
-    return found
+        response = decoder.decode_response(payload, api_key, api_version, context)
+    except UndecodableBody as e:  # (its layout reads it: only what is inside could still fail)
+        return Reading(None, None, None, f"request not captured: the response reads as {named} but not whole: {e}")
+    note = (
+        f"request not captured: the response read as {named}, the only api and version of this"
+        " connection's requests that reads it exactly, and no other api does"
+    )
+    return Reading(api_key, api_version, response, note)
+
+
+def _listed(decoder: BodyDecoder, pairs: list[tuple[int, int]], most: int = 4) -> str:
+    """``pairs`` as "Heartbeat v1-3, EndTxn v0-2, ..." (versions of one api as a range)."""
+    versions: dict[int, list[int]] = {}
+    for api_key, api_version in pairs:
+        versions.setdefault(api_key, []).append(api_version)
+    said = []
+    for api_key, listed in list(versions.items())[:most]:
+        low, high = min(listed), max(listed)
+        said.append(_named(decoder, api_key, low) + (f"-{high}" if high != low else ""))
+    if len(versions) > most:
+        said.append(f"{len(versions) - most} more apis")
+    return ", ".join(said)
 
 
 def _named(decoder: BodyDecoder, api_key: int, api_version: int) -> str:

@@ -120,9 +120,13 @@ class Pairer:
                 return
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
-            self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
             self.used.add((header.api_key, header.api_version))
-            self.orphans.pop(header.correlation_id, None)
+            orphan = self.orphans.pop(header.correlation_id, None)
+            if orphan is None:
+                self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
+            elif _before(orphan, frame):
+                self.unwanted.add(header.correlation_id)
+                self._missing(orphan)  # the answer to an earlier request with this id, not to this one
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
             if self.sasl_mode:

@@ -45,7 +45,16 @@ QUERIED_EXCHANGE_COLUMNS = (
     "note",
     "error_codes",
 )
-QUERIED_RECORD_COLUMNS = ("topic", "topic_id", "partition", "direction", "key", "value", "request_time")
+QUERIED_RECORD_COLUMNS = (
+    "topic",
+    "topic_id",
+    "partition",
+    "direction",
+    "key",
+    "value",
+    "request_time",
+    "response_time",
+)
 
 
 def _error_names_by(key: str) -> str:
@@ -147,9 +156,9 @@ QUERIES: dict[str, str] = {
         WITH ex AS (SELECT unix_micros({_EVENT_TIME}) div :bucket_us AS b FROM {{exchanges}}
                     WHERE {_EVENT_TIME} IS NOT NULL),
              buckets AS (SELECT explode(sequence(min(b), max(b))) AS b FROM ex),
-             agg AS (SELECT unix_micros(request_time) div :bucket_us AS b,
+             agg AS (SELECT unix_micros({_EVENT_TIME}) div :bucket_us AS b,
                             count_if(direction = 'produce') AS produced, count_if(direction = 'fetch') AS fetched
-                     FROM {{records}} WHERE request_time IS NOT NULL GROUP BY 1)
+                     FROM {{records}} WHERE {_EVENT_TIME} IS NOT NULL GROUP BY 1)
         SELECT b * :bucket_us AS bucket_start_us,
                coalesce(produced, 0) AS produced, coalesce(produced, 0) / (:bucket_us / 1e6) AS produced_per_s,
                coalesce(fetched, 0) AS fetched, coalesce(fetched, 0) / (:bucket_us / 1e6) AS fetched_per_s

@@ -143,6 +143,7 @@ RECORDS_VIEW = StructType(
         StructField("client_address", StringType()),
         StructField("broker_address", StringType()),
         StructField("request_time", TimestampType()),
+        StructField("response_time", TimestampType()),
         StructField("api_version", ShortType()),
         StructField("compression", StringType()),
         StructField("batch_offset", LongType()),
@@ -150,7 +151,7 @@ RECORDS_VIEW = StructType(
         StructField("is_transactional", BooleanType()),
         StructField("is_control", BooleanType()),
         # fetched records: in a transaction the Fetch response lists as aborted (a read_committed
-        # consumer drops them); null for produced ones and fetches that list none (read_uncommitted)
+        # consumer drops them); null for produced ones and read_uncommitted fetches (nothing is listed)
         StructField("is_aborted", BooleanType()),
         StructField("crc_valid", BooleanType()),
         StructField("topic_id", StringType()),

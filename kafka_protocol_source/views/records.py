@@ -29,12 +29,15 @@ def record_rows(exchange, names: TopicNames):
                 answer = answers.get((name or topic_id, part.get("index")))
                 yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"), answer)
     elif exchange.api_key == FETCH and exchange.response:
+        # A read_uncommitted consumer keeps every record: brokers list no aborted transactions for it
+        # (Apache Kafka sends null, some brokers an empty list), so whether any was aborted is not said.
+        uncommitted = (exchange.request or {}).get("isolation_level") == 0
         for topic in exchange.response.get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
                 batches = part.get("records")
-                aborted = aborted_batches(batches or (), part.get("aborted_transactions"))
+                aborted = aborted_batches(batches or (), None if uncommitted else part.get("aborted_transactions"))
                 yield from _batches(
                     exchange, "fetch", name, topic_id, part.get("partition_index"), batches, answer, aborted
                 )
@@ -45,8 +48,8 @@ def aborted_batches(batches: Sequence[dict], aborted_transactions: list[dict] | 
     transaction, decided as Kafka's consumer decides it (``CompletedFetch``): the partition's
     ``aborted_transactions`` (producer id, first offset) open as batches reach their first offset,
     a producer's ABORT marker closes its own, and a transactional batch of an open producer is
-    aborted. None for every batch when the response has no such list (a read_uncommitted fetch,
-    or a version before 4): whether any was aborted is not said there."""
+    aborted. None for every batch when there is no such list (a version before 4; the caller
+    passes None for a read_uncommitted fetch too): whether any was aborted is not said there."""
     if aborted_transactions is None:
         return [None] * len(batches)
     starts: list[tuple[int, int]] = sorted(
@@ -117,6 +120,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             "client_address": exchange.client_address,
             "broker_address": exchange.broker_address,
             "request_time": exchange.request_time,
+            "response_time": exchange.response_time,
             "api_version": exchange.api_version,
             "compression": compression,
             "batch_offset": batch["base_offset"],

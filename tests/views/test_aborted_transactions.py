@@ -60,17 +60,18 @@ def _log(steps) -> tuple[bytes, list[int]]:
     return b"".join(out), starts
 
 
-def _fetched(data: bytes, aborted: list | None) -> list[dict]:
+def _fetched(data: bytes, aborted: list | None, isolation_level: int | None = 1) -> list[dict]:
     part = {"partition_index": 0, "error_code": 0, "aborted_transactions": aborted, "records": decode_records(data)}
     exchange = SimpleNamespace(
         api_key=FETCH,
         api_version=12,
-        request=None,
+        request=None if isolation_level is None else {"isolation_level": isolation_level},
         response={"responses": [{"topic": "t", "partitions": [part]}]},
         client_id="c",
         client_address="a",
         broker_address="b",
         request_time=None,
+        response_time=None,
         capture_file="f",
         connection_id="x",
     )
@@ -137,6 +138,12 @@ def test_a_transaction_aborted_then_a_committed_one_of_the_same_producer():
     assert _kafka_python_sees(log, [{"producer_id": 1, "first_offset": 0}]) == [2, 4, 5]
 
 
-def test_a_read_uncommitted_fetch_says_nothing_and_produced_records_are_unknown():
+def test_a_read_uncommitted_fetch_says_nothing():
+    """Apache Kafka sends no list for a read_uncommitted fetch; Tansu and librdkafka's mock
+    cluster send an empty one. Either way the consumer keeps every record: nothing is said."""
     log, _ = _log([("data", 1, True, 2)])
     assert [r["is_aborted"] for r in _fetched(log, None)] == [None, None]
+    assert [r["is_aborted"] for r in _fetched(log, [], isolation_level=0)] == [None, None]
+    assert [r["is_aborted"] for r in _fetched(log, [], isolation_level=1)] == [False, False]
+    # a response whose request was not captured: what its list says
+    assert [r["is_aborted"] for r in _fetched(log, [], isolation_level=None)] == [False, False]
