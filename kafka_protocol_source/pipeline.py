@@ -174,7 +174,7 @@ class CodecBodies:
         return self.decoder.reads_response_exactly(payload, api_key, api_version)
 
     def response_versions(self) -> Iterable[tuple[int, int]]:
-        return self.decoder.response_versions()
+        return self.registry.response_versions()
 
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ..report.queries import APPLICATIONS_ONLY
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -37,7 +38,9 @@ REPORT_QUERIES = {
                sum(CASE WHEN direction = 'fetch' THEN 1 ELSE 0 END) AS fetched,
                sum(CASE WHEN direction = 'fetch' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
                    AS fetched_bytes
-        FROM records WHERE NOT coalesce(is_control, false) AND NOT coalesce(is_aborted, false) GROUP BY 1
+        FROM records WHERE """
+    + APPLICATIONS_ONLY
+    + """ GROUP BY 1
         ORDER BY produced + fetched DESC, topic LIMIT {top}""",
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,

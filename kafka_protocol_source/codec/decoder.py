@@ -37,8 +37,6 @@ _API_KEY_VERSION = struct.Struct(">hh")
 # Requests inside requests (EnvelopeRequest) are decoded this deep at most: a frame that nests
 # further is a DecodeError, not a RecursionError.
 MAX_NESTING = 16
-# Kafka's apis have a few dozen versions at most; an open-ended range ("3+") is listed this far.
-MAX_LISTED_VERSION = 63
 _NOT_NULLABLE = "where not nullable"
 
 
@@ -150,23 +148,6 @@ class Decoder:
         on) whole, with nothing left over: a yes/no without the records, embedded data or notes."""
         plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
         return plan is not None and _clean_parse(plan, payload) is not None
-
-    def response_versions(self) -> Iterator[tuple[int, int]]:
-        """Every (api key, version) the registry has a response definition of (an open-ended
-        range, "3+", up to ``MAX_LISTED_VERSION``): first the apis clients send to brokers (the
-        request's listeners name "broker", or none are given), then those between brokers and
-        controllers only."""
-        registry = self.registry
-
-        def between_servers(api_key: int) -> bool:
-            request = registry.request(api_key)
-            return request is not None and bool(request.listeners) and "broker" not in request.listeners
-
-        for api_key in sorted(registry.api_keys(), key=lambda k: (between_servers(k), k)):
-            message = registry.response(api_key)
-            if message is not None:
-                versions = message.valid_versions
-                yield from ((api_key, v) for v in range(versions.low, min(versions.high, MAX_LISTED_VERSION) + 1))
 
     def _plan_for(self, request: bool, api_key: int, version: int) -> _Plan | None:
         """The plan of a request (else a response) of a version the registry has; None otherwise."""

@@ -30,17 +30,16 @@ MAX_CANDIDATES = 32
 class Reading:
     """What a response whose request is missing was read as (``response`` None: left raw)."""
 
-    api_key: int | None
-    api_version: int | None
+    pair: tuple[int, int] | None  # (api key, version) it was read at
     response: dict | None
     note: str | None
 
 
 def read_orphan(
-    decoder: BodyDecoder, payload: bytes, candidates: Collection[tuple[int, int]], context: dict | None = None
+    decoder: BodyDecoder, payload: bytes, candidates: Collection[tuple[int, int]], protocol_type: str | None = None
 ) -> Reading:
     """``payload`` read at each of ``candidates`` (the pairs the connection's requests use);
-    ``context``: what stands for the request in reading embedded data (the group's protocol type).
+    ``protocol_type``: of the group the connection's requests join, to read embedded data with.
 
     Which versions read it is asked of the layouts alone (no records decompressed, nothing kept);
     only the one answer, when there is one, is decoded in full."""
@@ -48,14 +47,12 @@ def read_orphan(
     exact = [pair for pair in tried if decoder.reads_response_exactly(payload, *pair)]
     if not exact:
         if not tried:
-            return Reading(None, None, None, None)
+            return Reading(None, None, None)
         listed = ", ".join(_named(decoder, *pair) for pair in tried)
-        return Reading(
-            None, None, None, f"request not captured: none of this connection's requests ({listed}) reads it"
-        )
+        return Reading(None, None, f"request not captured: none of this connection's requests ({listed}) reads it")
     if len(exact) > 1:
         listed = ", ".join(_named(decoder, *pair) for pair in exact)
-        return Reading(None, None, None, f"request not captured: the response reads exactly as any of {listed}")
+        return Reading(None, None, f"request not captured: the response reads exactly as any of {listed}")
     api_key, api_version = exact[0]
     named = _named(decoder, api_key, api_version)
     others = [
@@ -68,16 +65,17 @@ def read_orphan(
             f"request not captured: the response reads exactly as {named}, of this connection's requests, and"
             f" as {_listed(decoder, others)}, whose request may be the one not captured"
         )
-        return Reading(None, None, None, note)
+        return Reading(None, None, note)
     try:
+        context = {"body": {"protocol_type": protocol_type}} if protocol_type else None  # stands for the request
         response = decoder.decode_response(payload, api_key, api_version, context)
     except UndecodableBody as e:  # (its layout reads it: only what is inside could still fail)
-        return Reading(None, None, None, f"request not captured: the response reads as {named} but not whole: {e}")
+        return Reading(None, None, f"request not captured: the response reads as {named} but not whole: {e}")
     note = (
         f"request not captured: the response read as {named}, the only api and version of this"
         " connection's requests that reads it exactly, and no other api does"
     )
-    return Reading(api_key, api_version, response, note)
+    return Reading(exact[0], response, note)
 
 
 def _listed(decoder: BodyDecoder, pairs: list[tuple[int, int]], most: int = 4) -> str:

@@ -121,12 +121,8 @@ class Pairer:
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.used.add((header.api_key, header.api_version))
-            orphan = self.orphans.pop(header.correlation_id, None)
-            if orphan is None:
+            if not self.orphans or self._held_answer(header.correlation_id, frame) is None:
                 self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
-            elif _before(orphan, frame):
-                self.unwanted.add(header.correlation_id)
-                self._missing(orphan)  # the answer to an earlier request with this id, not to this one
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
             if self.sasl_mode:
@@ -214,12 +210,17 @@ class Pairer:
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
         self.pending[correlation_id] = pending
+        if self.orphans and (answer := self._held_answer(correlation_id, pending.frame)) is not None:
+            self.response(answer)
+
+    def _held_answer(self, correlation_id: int, request) -> Frame | None:
+        """The held response that answers ``request``, just come with ``correlation_id``. One
+        captured before it answers an earlier request with that id: its row is given now."""
         orphan = self.orphans.pop(correlation_id, None)
-        if orphan is not None:
-            if _before(orphan, pending.frame):
-                self._missing(orphan)  # answered an earlier request with the same id
-            else:
-                self.response(orphan)
+        if orphan is not None and _before(orphan, request):
+            self._missing(orphan)
+            return None
+        return orphan
 
     # -- responses --------------------------------------------------------------------
 
@@ -285,12 +286,11 @@ class Pairer:
         """The row of a response whose request was not captured, read at an api and version of
         this connection's requests when exactly one reads it (``orphans``)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
-        context = {"body": {"protocol_type": self.protocol_type}} if self.protocol_type else None
-        reading = read_orphan(self.ctx.decoder, frame.payload, self.used, context)
+        reading = read_orphan(self.ctx.decoder, frame.payload, self.used, self.protocol_type)
         header = None
-        if reading.api_key is not None and reading.api_version is not None and correlation_id is not None:
+        if reading.pair is not None and correlation_id is not None:
             client_id = next(iter(self.client_ids)) if len(self.client_ids) == 1 else None
-            header = new_request_header(0, reading.api_key, reading.api_version, correlation_id, client_id, 0)
+            header = new_request_header(0, *reading.pair, correlation_id, client_id, 0)
         self._emit(
             REQUEST_MISSING,
             None,

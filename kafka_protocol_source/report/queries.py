@@ -188,10 +188,15 @@ def error_names_frame(spark):
     return spark.sql(f"SELECT * FROM VALUES {rows} AS error_names(code, name)")
 
 
+# Records no application sees: transaction markers (control records), and the fetched records of
+# aborted transactions (a read_committed consumer drops them).
+_UNSEEN = ("is_control", "is_aborted")
+APPLICATIONS_ONLY = " AND ".join(f"NOT coalesce({column}, false)" for column in _UNSEEN)  # a SQL condition
+
+
 def applications_records(records):
-    """The records an application sees: transaction markers (control records) and the fetched
-    records of aborted transactions (which a read_committed consumer drops) are left out."""
-    for column in ("is_control", "is_aborted"):
+    """The records an application sees (of a records DataFrame, whichever of the flags it has)."""
+    for column in _UNSEEN:
         if column in records.columns:
             records = records.where(f"NOT coalesce({column}, false)")
     return records

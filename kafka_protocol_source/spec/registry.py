@@ -18,6 +18,8 @@ from .resolve import resolve
 
 DEFAULT_SPECS = Path(__file__).resolve().parent.parent / "specs"
 HEADERS = ("RequestHeader", "ResponseHeader")
+# Kafka's apis have a few dozen versions at most; an open-ended range ("3+") is listed this far.
+MAX_LISTED_VERSION = 63
 
 
 class SpecRegistry:
@@ -28,6 +30,7 @@ class SpecRegistry:
             m.api_key: m for m in messages.values() if m.kind == "request" and m.api_key is not None
         }
         self._responses = {m.api_key: m for m in messages.values() if m.kind == "response"}
+        self._response_versions: tuple[tuple[int, int], ...] | None = None
         self._resolved: dict[tuple[str, int], Struct] = {}
 
     @classmethod
@@ -89,6 +92,25 @@ class SpecRegistry:
             if message.api_name.lower() == name.lower():
                 return key
         return None
+
+    def response_versions(self) -> tuple[tuple[int, int], ...]:
+        """Every (api key, version) with a response definition (an open-ended range, "3+", up to
+        ``MAX_LISTED_VERSION``): first the apis clients send to brokers (their request's listeners
+        name "broker", or none are given), then those between brokers and controllers only."""
+        if self._response_versions is None:
+
+            def between_servers(api_key: int) -> bool:
+                listeners = self._requests[api_key].listeners
+                return bool(listeners) and "broker" not in listeners
+
+            pairs = []
+            for api_key in sorted(self._requests, key=lambda k: (between_servers(k), k)):
+                response = self._responses.get(api_key)
+                if response is not None:
+                    low, high = response.valid_versions.low, min(response.valid_versions.high, MAX_LISTED_VERSION)
+                    pairs += [(api_key, version) for version in range(low, high + 1)]
+            self._response_versions = tuple(pairs)
+        return self._response_versions
 
     def resolved(self, name: str, version: int) -> Struct:
         key = (name, version)
