@@ -1,11 +1,10 @@
-"""The topic names one slice of a split read of the records or lag view needs from the others.
+"""The topic names a read of the records or lag view needs from beyond what it has read.
 
-Such a slice reads only its own connections' records (the index pass gives it their runs), but
-its Fetches and Produces may name topics by id only, and the Metadata response that names them
-may have crossed any connection. So when the slice meets an id its own connections did not
-name, it is handed the ``name_changes`` of one read of every connection that decodes the
-topic-naming apis only (no other bodies, no rows), and learns them as one read of the whole
-capture would have (``views.topic_names.learning_as_read``).
+Its Fetches and Produces may name topics by id only, and the response that names an id may
+come on a connection the reader does not read (one slice of a split read reads only its own
+connections' records), or much later in the capture than the reader can hold rows for. Then
+(``views.topic_names``) the reader is handed the ``first_names`` of one read of every connection
+that decodes the topic-naming apis only (no other bodies, no rows).
 
 That read is done at most once per worker process and capture: a Python worker runs its tasks
 one after another, and the later slices of the same capture take it from here. What teaches a
@@ -20,30 +19,30 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 
 from ..pipeline import CaptureOptions, read_with
-from ..views.topic_names import TOPIC_NAMING_APIS, NameChange, name_changes
+from ..views.topic_names import TOPIC_NAMING_APIS, first_names
 
-_KEPT = 4  # captures whose changes a worker keeps (each is a list of the names a capture teaches)
-_changes: OrderedDict[Hashable, list[NameChange]] = OrderedDict()
+_KEPT = 4  # captures whose names a worker keeps
+_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 
 
-def naming_changes(
+def naming_read(
     paths: Sequence[str], options: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
-) -> list[NameChange]:
-    """The name changes of a read of every connection of ``paths`` with ``options`` (its apis
-    narrowed to the naming ones, its runs and limits dropped), of the exchanges ``keeps`` keeps.
+) -> dict[str, str]:
+    """The first names of topic ids in a read of every connection of ``paths`` with ``options`` (its apis
+    narrowed to the naming ones, its runs dropped), of the exchanges ``keeps`` keeps.
     ``keeps_key`` tells apart predicates that keep differently."""
     apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
     if not apis:  # the apis option leaves none: one read of the whole capture learns nothing either
-        return []
-    naming = replace(options, apis=apis, record_runs={}, packet_limits={}, issues_here=False)
+        return {}
+    naming = replace(options, apis=apis, record_runs={}, issues_here=False)
     key = (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
-    found = _changes.get(key)
+    found = _names.get(key)
     if found is None:
-        found = _changes[key] = name_changes(ex for ex in read_with(list(paths), naming) if keeps(ex))
-        while len(_changes) > _KEPT:
-            _changes.popitem(last=False)
+        found = _names[key] = first_names(ex for ex in read_with(list(paths), naming) if keeps(ex))
+        while len(_names) > _KEPT:
+            _names.popitem(last=False)
     else:
-        _changes.move_to_end(key)
+        _names.move_to_end(key)
     return found
 
 
@@ -53,10 +52,10 @@ def _identity(path: str) -> tuple[int, int]:
 
 
 def kept() -> int:
-    """How many captures' changes this worker keeps."""
-    return len(_changes)
+    """How many captures' names this worker keeps."""
+    return len(_names)
 
 
 def forget() -> None:
-    """Forget every capture's changes (what a new worker process knows)."""
-    _changes.clear()
+    """Forget every capture's names (what a new worker process knows)."""
+    _names.clear()

@@ -25,13 +25,13 @@ from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
 from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
-from ..views.records import TopicNames, record_rows
-from ..views.topic_names import learning_as_read
+from ..views.records import record_row_size, record_rows
+from ..views.topic_names import AwaitingNames, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
 from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
-from .naming_pass import naming_changes
+from .naming_pass import naming_read
 from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
@@ -200,17 +200,19 @@ class PartitionReader:
             record_runs=partition.runs,
         )
         keeps = self._mode_keeps if derived else self._keeps_exchange
-        names = TopicNames()
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
-        if own_only:  # names only others' connections give come from a naming read, if asked for
+        if shared is not None and partition.emit is None:  # (a stream cannot see past its packets)
             key = (o.view, o.mode, o.api_key, o.api_version)
-            exchanges = learning_as_read(exchanges, partial(naming_changes, paths, options, keeps, key), names)
+            names = TopicNames(partial(naming_read, paths, options, keeps, key), complete=not own_only)
+        else:
+            names = TopicNames()
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
         emit = partition.emit
+        awaiting = AwaitingNames(names)
         for ex in exchanges:
             if emit is not None and not emit.wants(ex, paths):
                 if records_view:
@@ -220,9 +222,14 @@ class PartitionReader:
                 continue
             if records_view:
                 names.learn(ex)
-                yield from record_rows(ex, names)
+                for row in record_rows(ex, names):
+                    if row["topic"] is None and row["topic_id"]:
+                        yield from awaiting.hold(row, record_row_size(row))
+                    else:
+                        yield row
             else:
                 yield ex
+        yield from awaiting.release()
 
     def _keeps_exchange(self, ex) -> bool:
         """Whether the rows of this exchange (or of its records) are kept: of the requested

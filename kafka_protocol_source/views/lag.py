@@ -6,7 +6,8 @@ response says the partition's high watermark, last stable offset and log start o
 Rows come from the response's partitions. An incremental fetch (KIP-227: a fetch session, epoch
 above 0) lists only partitions whose fetch offset changed, so the rest keep the offset the
 session last asked for, remembered per connection and session. Topic ids (Fetch v13+) are named
-from Metadata and the like in the same capture; a row whose id is named later waits for it.
+from Metadata and the like in the same capture (``TopicNames``); a row whose id is named only
+later waits for it.
 Follower fetches (``replica_id`` 0 or above) are rows too: consumers have -1.
 
 Owns the row shape (``LAG_COLUMNS``).
@@ -17,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..spec.error_codes import error_name
-from .topic_names import TopicNames
+from .topic_names import AwaitingNames, TopicNames
 
 FETCH = 1
+_ROW_SIZE = 1024  # about what one row holds
 LAG_COLUMNS = (
     "capture_file",
     "connection_id",
@@ -62,7 +64,7 @@ class LagBuilder:
         self.sessions: dict[
             tuple[str, int | None], dict
         ] = {}  # (connection, session id) -> {(topic, partition): offset}
-        self.unnamed: list[dict] = []
+        self.awaiting = AwaitingNames(self.names)
 
     def add(self, ex) -> Iterator[dict]:
         """The rows of one exchange (none unless it is an answered Fetch); learns topic names from any."""
@@ -115,8 +117,8 @@ class LagBuilder:
         )
         if name is None:
             row["topic"] = self.names.name(topic_id)
-            if row["topic"] is None:
-                self.unnamed.append(row)
+            if row["topic"] is None and topic_id:
+                yield from self.awaiting.hold(row, _ROW_SIZE)
                 return
         yield row
 
@@ -140,11 +142,8 @@ class LagBuilder:
         return dict(session)
 
     def finish(self) -> Iterator[dict]:
-        """Rows held for a topic name: named now if it was learned since, else with the id only."""
-        for row in self.unnamed:
-            row["topic"] = self.names.name(row["topic_id"])
-            yield row
-        self.unnamed = []
+        """Rows held for a topic name: named if it was learned since, else with the id only."""
+        yield from self.awaiting.release()
 
 
 def _incremental(req: dict) -> bool:

@@ -17,6 +17,7 @@ from .topic_names import ZERO_UUID as _ZERO_UUID
 from .topic_names import TopicNames
 
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
+_ROW_OVERHEAD = 1024  # a row's dict, its other columns and headers
 
 
 def record_rows(exchange, names: TopicNames):
@@ -77,6 +78,11 @@ def aborted_batches(batches: Sequence[dict], aborted_transactions: list[dict] | 
         else:
             out.append(bool(batch.get("is_transactional")) and producer in open_)
     return out
+
+
+def record_row_size(row: dict) -> int:
+    """About how many bytes one of ``record_rows``' rows holds."""
+    return _ROW_OVERHEAD + len(row["key"] or b"") + len(row["value"] or b"")
 
 
 def _produce_answers(response: dict | None, names: TopicNames) -> dict:

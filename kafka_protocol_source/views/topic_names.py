@@ -1,15 +1,19 @@
 """Topic ids to names, learned from the responses of a capture that carry both.
 
 Newer Produce/Fetch (and ConsumerGroupHeartbeat) versions name topics by id only (KIP-516);
-Metadata, CreateTopics and DescribeTopicPartitions responses say which name an id has.
+Metadata, CreateTopics and DescribeTopicPartitions responses say which name an id has. Kafka
+never gives a topic id another name, so any response of the capture that names an id names
+every row that has it, before that response as well as after: a capture that starts in the
+middle of long-lived connections has Fetches by id long before a client refreshes its metadata
+(every five minutes by default).
 
-A reader of some connections only (one slice of a split read) may be asked for an id that only
-another connection named. ``learning_as_read`` hands its ``TopicNames`` a way to the
-``name_changes`` of a read of every connection, fetched the first time an id is not known, and
-learned as that read would have learned them by then. A known id needs none: Kafka never gives
-a topic id another name, so what the reader's own connections taught is what the whole read
-knows. Its rows name the same topics as one read of the whole capture, and a slice whose own
-connections name all it needs never asks.
+So a row whose id is not known yet waits (``AwaitingNames``) until the end of the read, and is
+named by the first name the read learned for its id. That needs nothing more as long as the
+reader reads every connection's naming responses. A reader of some connections only (one slice
+of a split read), and any reader holding more rows than ``HOLD_BUDGET``, instead looks ahead: it
+is handed (``TopicNames(elsewhere=...)``) a way to the ``first_names`` of a read of every
+connection, fetched at most once, and from then on names an id from them as soon as it meets it.
+A reader without that way (a stream, which cannot see past its packets) names what it has read.
 """
 
 from __future__ import annotations
@@ -19,45 +23,75 @@ from collections.abc import Callable, Iterable, Iterator
 from ..spec.api_keys import TOPIC_NAMING_APIS
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-# Where a name was learned: the packet that completed its exchange (completed_at), or _END for an
-# exchange the end of the input completed; _AFTER: once a reader's exchanges are all read.
-_END = 1 << 62
-_AFTER = _END + 1
-NameChange = tuple[int, str, str]  # where it was learned, id, name
+HOLD_BUDGET = 32 << 20  # bytes of rows one reader holds for a name its capture may give later
 
 
 class TopicNames:
-    def __init__(self):
-        self.by_id: dict[str, str] = {}
-        self.position = _AFTER  # where the exchange being read was completed (see learning_as_read)
-        self._elsewhere: Callable[[], list[NameChange]] | None = None
-        self._changes: list[NameChange] | None = None
-        self._learned = 0  # how many of the changes are learned
+    """``elsewhere``: how to get the ``first_names`` of a read of every connection (None: there
+    is none); ``complete``: whether the reader reads every connection's naming responses itself,
+    so that what it has learned at the end is all the capture says."""
+
+    def __init__(self, elsewhere: Callable[[], dict[str, str]] | None = None, complete: bool = True):
+        self.by_id: dict[str, str] = {}  # the first name learned for each id
+        self.complete = complete
+        self._elsewhere = elsewhere
+        self._ahead: dict[str, str] | None = None  # elsewhere's first names
 
     def learn(self, exchange) -> None:
         for topic_id, name in _named(exchange):
-            self.by_id[topic_id] = name
+            self.by_id.setdefault(topic_id, name)
 
     def name(self, topic_id: str | None) -> str | None:
+        """The name of ``topic_id`` as learned so far (after looking ahead: in the whole capture)."""
         if not topic_id or topic_id == ZERO_UUID:
             return None
         name = self.by_id.get(topic_id)
-        if name is None and self._elsewhere is not None:
-            self._learn_elsewhere()
-            name = self.by_id.get(topic_id)
+        if name is None and self._ahead is not None:
+            name = self._ahead.get(topic_id)
         return name
 
-    def _learn_elsewhere(self) -> None:
-        """The changes learned elsewhere before ``position`` (a change at the same packet is of
-        the exchange's own connection, which its reader learns by itself)."""
-        if self._changes is None:
-            assert self._elsewhere is not None
-            self._changes = self._elsewhere()
-        changes, at, by_id = self._changes, self._learned, self.by_id
-        while at < len(changes) and changes[at][0] < self.position:
-            by_id[changes[at][1]] = changes[at][2]
-            at += 1
-        self._learned = at
+    @property
+    def looked_ahead(self) -> bool:
+        """Whether every name the capture gives is known (an id ``name`` does not know has none)."""
+        return self._ahead is not None
+
+    def look_ahead(self) -> None:
+        """Learn the whole capture's names (once), if there is a way."""
+        if self._ahead is None and self._elsewhere is not None:
+            self._ahead = self._elsewhere()
+
+
+class AwaitingNames:
+    """Rows (dicts with ``topic`` and ``topic_id``) whose id was not known when they were read,
+    held until ``release`` names them, up to ``budget`` bytes: past it, the names look ahead (if
+    they can) and the rows held go out, named as well as is known then."""
+
+    def __init__(self, names: TopicNames, budget: int | None = None):
+        self.names, self.budget = names, HOLD_BUDGET if budget is None else budget
+        self.rows: list[dict] = []
+        self.size = 0
+
+    def hold(self, row: dict, size: int) -> Iterator[dict]:
+        """The rows that go out now: none while ``row`` waits (``size``: about what it holds)."""
+        if self.names.looked_ahead:  # no name will come later (the row was read before it looked)
+            row["topic"] = self.names.name(row["topic_id"])
+            yield row
+            return
+        self.rows.append(row)
+        self.size += size
+        if self.size > self.budget:
+            self.names.look_ahead()
+            yield from self.release()
+
+    def release(self) -> Iterator[dict]:
+        """Every row held, named if its id was named."""
+        names = self.names
+        if not names.complete and any(names.name(row["topic_id"]) is None for row in self.rows):
+            names.look_ahead()  # others' connections may name it
+        for row in self.rows:
+            row["topic"] = names.name(row["topic_id"])
+            yield row
+        self.rows, self.size = [], 0
 
 
 def _named(exchange) -> Iterator[tuple[str, str]]:
@@ -68,27 +102,10 @@ def _named(exchange) -> Iterator[tuple[str, str]]:
                 yield topic_id, name
 
 
-def name_changes(exchanges: Iterable) -> list[NameChange]:
-    """Each time ``exchanges`` (in the order read) name an id for the first time or anew: where
-    (the packet that completed the exchange, or _END), id, name."""
-    known: dict[str, str] = {}
-    changes: list[NameChange] = []
+def first_names(exchanges: Iterable) -> dict[str, str]:
+    """The first name ``exchanges`` give each topic id."""
+    names: dict[str, str] = {}
     for ex in exchanges:
         for topic_id, name in _named(ex):
-            if known.get(topic_id) != name:
-                known[topic_id] = name
-                changes.append((_END if ex.completed_at is None else ex.completed_at, topic_id, name))
-    return changes
-
-
-def learning_as_read(exchanges: Iterable, elsewhere: Callable[[], list[NameChange]], names: TopicNames) -> Iterator:
-    """``exchanges`` of some connections, in the order read, with ``names`` told where each one
-    was read, and how to get the ``name_changes`` of a read of every connection (``elsewhere``,
-    called at most once, when an id is first not known): it learns those of earlier packets, as
-    that read would have by then, and all of them once ``exchanges`` end. (Exchanges the end of
-    the input completed are one place: there, those of its other connections wait for the end.)"""
-    names._elsewhere = elsewhere
-    for ex in exchanges:
-        names.position = _END if ex.completed_at is None else ex.completed_at
-        yield ex
-    names.position = _AFTER
+            names.setdefault(topic_id, name)
+    return names

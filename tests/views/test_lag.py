@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from kafka_protocol_source.views.lag import LAG_COLUMNS, lag_rows
+from kafka_protocol_source.views.topic_names import TopicNames
 from tests.samples.catalog import exchanges, sample, sample_names
 
 from .groups_script import GroupScript
@@ -150,6 +151,15 @@ def test_a_topic_id_named_only_later_in_the_capture_is_named_in_the_end():
     named, unnamed = sorted(lag_rows(g.exchanges), key=lambda r: r["topic_id"])
     assert (named["topic"], named["topic_id"], named["lag"]) == ("payments", "id-1", 5)
     assert (unnamed["topic"], unnamed["topic_id"]) == (None, "id-2")
+
+
+def test_a_topic_id_named_only_by_others_connections_is_looked_ahead_for():
+    """A reader of some connections (a slice of a split read) asks a read of every connection."""
+    g = GroupScript()
+    fetch(g, {"id-1": {0: 4}}, {"id-1": {0: (9, 5)}}, version=13, by_id=True)
+    names = TopicNames(lambda: {"id-1": "payments"}, complete=False)
+    [row] = lag_rows(g.exchanges, names)
+    assert (row["topic"], row["lag"]) == ("payments", 5)
 
 
 def test_follower_fetches_say_which_replica_asked():

@@ -1,56 +1,79 @@
-"""A reader of some connections names topics by id as one read of every connection would have."""
+"""Topic ids are named by any response of the capture that names them, before or after the row."""
 
 from types import SimpleNamespace
 
 from kafka_protocol_source.spec.api_keys import METADATA
-from kafka_protocol_source.views.topic_names import TopicNames, learning_as_read, name_changes
-
-_END = 1 << 62  # where the end of the input completed an exchange
+from kafka_protocol_source.views.topic_names import AwaitingNames, TopicNames, first_names
 
 
-def _metadata(completed_at, **names):
+def _metadata(**names):
     topics = [{"topic_id": topic_id, "name": name} for topic_id, name in names.items()]
-    return SimpleNamespace(api_key=METADATA, response={"topics": topics}, completed_at=completed_at)
+    return SimpleNamespace(api_key=METADATA, response={"topics": topics})
 
 
-def _fetch(completed_at):
-    return SimpleNamespace(api_key=1, response={}, completed_at=completed_at)
+def _row(topic_id, topic=None):
+    return {"topic_id": topic_id, "topic": topic}
 
 
-def test_changes_say_where_each_id_was_first_named_or_renamed():
-    read = [_metadata(3, a="one"), _metadata(5, a="one", b="two"), _metadata(9, a="uno"), _metadata(None, c="three")]
-    assert name_changes(read) == [(3, "a", "one"), (5, "b", "two"), (9, "a", "uno"), (_END, "c", "three")]
+def test_an_id_keeps_the_first_name_given_to_it():
+    read = [_metadata(a="one"), _metadata(a="one", b="two"), _metadata(a="uno")]
+    assert first_names(read) == {"a": "one", "b": "two"}
+    names = TopicNames()
+    for ex in read:
+        names.learn(ex)
+    assert (names.name("a"), names.name("b"), names.name("c"), names.name(None)) == ("one", "two", None, None)
 
 
-def test_names_from_elsewhere_are_those_learned_before_the_exchange_being_read():
-    changes = [(3, "a", "one"), (5, "b", "two"), (9, "c", "three"), (_END, "d", "four")]
+def test_rows_wait_until_the_end_of_the_read_for_a_name_given_later():
+    names = TopicNames(elsewhere=_never)
+    awaiting = AwaitingNames(names)
+    assert list(awaiting.hold(_row("a"), 100)) == [] and list(awaiting.hold(_row("c"), 100)) == []
+    names.learn(_metadata(a="one"))
+    assert list(awaiting.release()) == [_row("a", "one"), _row("c")]  # a complete reader does not look ahead
+    assert awaiting.rows == [] and awaiting.size == 0
+
+
+def test_a_reader_of_some_connections_looks_ahead_for_what_its_own_do_not_name():
     asked = []
 
     def elsewhere():
         asked.append(True)
-        return changes
+        return {"a": "one", "b": "two"}
 
+    names = TopicNames(elsewhere, complete=False)
+    awaiting = AwaitingNames(names)
+    for topic_id in "abc":
+        assert list(awaiting.hold(_row(topic_id), 100)) == []
+    assert [r["topic"] for r in awaiting.release()] == ["one", "two", None]
+    assert names.looked_ahead and names.name("b") == "two" and asked == [True]
+    assert list(awaiting.hold(_row("c"), 100)) == [_row("c")]  # known now to be named nowhere
+    assert list(awaiting.hold(_row("a"), 100)) == [_row("a", "one")]  # read before it looked ahead
+
+
+def test_a_reader_whose_own_connections_name_its_ids_does_not_look_ahead():
+    names = TopicNames(_never, complete=False)
+    awaiting = AwaitingNames(names)
+    list(awaiting.hold(_row("a"), 100))
+    names.learn(_metadata(a="one"))
+    assert list(awaiting.release()) == [_row("a", "one")] and not names.looked_ahead
+
+
+def test_past_the_budget_the_names_look_ahead_and_the_rows_held_go_out():
+    names = TopicNames(lambda: {"a": "one"})
+    awaiting = AwaitingNames(names, budget=250)
+    assert list(awaiting.hold(_row("a"), 100)) == [] and list(awaiting.hold(_row("b"), 100)) == []
+    assert list(awaiting.hold(_row("a"), 100)) == [_row("a", "one"), _row("b"), _row("a", "one")]
+    assert names.name("a") == "one"  # rows read from now on are named as they come
+
+
+def test_without_a_way_to_look_ahead_the_rows_past_the_budget_go_out_as_named_by_then():
     names = TopicNames()
-    seen = []
-    for _ in learning_as_read([_fetch(2), _fetch(5), _fetch(6), _fetch(None)], elsewhere, names):
-        seen.append([names.name(i) for i in "abcd"])
-    assert seen == [
-        [None, None, None, None],
-        ["one", None, None, None],  # b was named at packet 5, on this exchange's own connection
-        ["one", "two", None, None],
-        ["one", "two", "three", None],  # completed by the end of the input, as d was elsewhere
-    ]
-    assert names.name("d") == "four"  # once every exchange is read
-    assert asked == [True]  # fetched once
+    awaiting = AwaitingNames(names, budget=150)
+    assert list(awaiting.hold(_row("a"), 100)) == []
+    names.learn(_metadata(a="one"))
+    assert list(awaiting.hold(_row("b"), 100)) == [_row("a", "one"), _row("b")]
+    assert not names.looked_ahead
 
 
-def test_an_id_its_own_connections_named_needs_nothing_from_elsewhere():
-    names = TopicNames()
-
-    def elsewhere():
-        raise AssertionError("not asked for")
-
-    for ex in learning_as_read([_metadata(4, a="one"), _fetch(7)], elsewhere, names):
-        names.learn(ex)
-        assert names.name("a") == "one"
-    assert names.name(None) is None
+def _never():
+    raise AssertionError("not asked for")

@@ -1,0 +1,147 @@
+"""A capture that starts after a consumer learned its topic ids names them from later responses.
+
+Real connections live for hours: a capture usually starts long after the consumer's Metadata
+named the ids its Fetches use, and a client names them again only at its next refresh (five
+minutes by default) or when another client connects. The capture here is the confluent session
+started at its first Fetch by id, as five clients side by side, followed by a new client's
+connection (the session's first Metadata connection, replayed later on a port of its own):
+nothing names the ids before the Fetches, the new client does after them. The records and lag
+views name those Fetches' topics as the whole session does, in one partition and split alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from kafka_protocol_source.spark import naming_pass
+from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of
+from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.views import topic_names
+from kafka_protocol_source.views.topic_names import first_names
+
+from ..cuts import Cut, segments_of
+from .expected import TANSU_CONFLUENT
+from .test_splits import _endpoints
+
+NEW_CLIENT_PORT = 61001
+LATE_COPIES = 5  # clients, each the session's late part: enough packets for their late starts to settle
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def _as_client(segments, broker_port: int, ip: str, shift_ns: int) -> list:
+    """``segments`` moved in time by ``shift_ns``, their client at ``ip``."""
+    return [
+        s._replace(
+            timestamp_ns=s.timestamp_ns + shift_ns,
+            **({"dst_ip": ip} if s.src_port == broker_port else {"src_ip": ip}),
+        )
+        for s in segments
+    ]
+
+
+@pytest.fixture(scope="module")
+def named_later(tmp_path_factory) -> Path:
+    whole = list(read_capture(TANSU_CONFLUENT))
+    fetch = next(e for e in whole if e.api_key == 1 and e.api_version >= 13)
+    naming = next(e for e in whole if first_names([e]))
+    port, broker_port = _port(naming.client_address), _port(fetch.broker_address)
+    segments = segments_of(TANSU_CONFLUENT)
+    late = [s for s in segments if s.packet_index >= fetch.request_packet]
+    assert port not in {p for s in late for p in (s.src_port, s.dst_port)}  # that client is gone
+    clients = sorted(  # side by side, a millisecond apart
+        (s for k in range(LATE_COPIES) for s in _as_client(late, broker_port, f"10.0.{k}.2", k * 1_000_000)),
+        key=lambda s: s.timestamp_ns,
+    )
+    connection = [s for s in segments if port in (s.src_port, s.dst_port)]
+    shift = clients[-1].timestamp_ns - connection[0].timestamp_ns + 1_000_000_000
+    replayed = [
+        s._replace(
+            timestamp_ns=s.timestamp_ns + shift,
+            src_port=NEW_CLIENT_PORT if s.src_port == port else s.src_port,
+            dst_port=NEW_CLIENT_PORT if s.dst_port == port else s.dst_port,
+        )
+        for s in connection
+    ]
+    packets = tuple(clients) + tuple(replayed)
+    return Cut(packets).write(tmp_path_factory.mktemp("named_later") / "named_later.pcap")
+
+
+def _rows(view: str, path: Path, count: int = 1) -> list[dict]:
+    options = ReadOptions.parse({"path": str(path), "view": view})
+    reader = PartitionReader(options, default_schema(options))
+    parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
+    assert len(parts) == count
+    return [r for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
+
+
+def _slices_apart(path: Path) -> int:
+    """A number of slices in which the naming connection is read by a slice of its own."""
+    exchanges = list(read_capture(path))
+    naming = {_endpoints(e) for e in exchanges if first_names([e])}
+    others = {_endpoints(e) for e in exchanges} - naming
+    for count in range(2, 65):
+        if {slice_of(n, count) for n in naming}.isdisjoint(slice_of(o, count) for o in others):
+            return count
+    raise AssertionError("no count puts it apart")
+
+
+def _fetched(rows: list[dict]) -> dict:
+    return {(r["partition"], r["offset"]): (r["topic"], r["topic_id"]) for r in rows if r["direction"] == "fetch"}
+
+
+def test_the_ids_are_named_only_after_the_fetches_that_use_them(named_later):
+    exchanges = list(read_capture(named_later))
+    fetches = [e for e in exchanges if e.api_key == 1 and e.api_version >= 13 and e.response]
+    naming = [e for e in exchanges if first_names([e])]
+    assert fetches and naming
+    assert max(e.response_time for e in fetches) < min(e.response_time for e in naming)
+    assert {_port(e.client_address) for e in naming} == {NEW_CLIENT_PORT}
+    # and some of them are read before the naming is: a late start is settled within the capture
+    first_named = min(e.completed_at for e in naming)
+    assert any(e.completed_at is not None and e.completed_at < first_named for e in fetches)
+
+
+def test_fetched_records_are_named_as_in_the_whole_session(named_later):
+    naming_pass.forget()
+    got = _fetched(_rows("records", named_later))
+    whole = _fetched(_rows("records", TANSU_CONFLUENT))
+    assert got and all(topic for topic, _ in got.values())
+    assert got == {k: whole[k] for k in got}
+
+
+@pytest.mark.parametrize("view", ["records", "lag"])
+def test_split_reads_name_them_as_one_partition_does(named_later, view):
+    one = _rows(view, named_later)
+    naming_pass.forget()
+    split = _rows(view, named_later, _slices_apart(named_later))
+    fetched = [r for r in one if view == "lag" or r["direction"] == "fetch"]
+    assert fetched and all(r["topic"] for r in fetched)
+    assert Counter(map(repr, split)) == Counter(map(repr, one))
+
+
+def test_the_records_view_names_them_in_sql(spark, named_later):
+    df = spark.read.format("kafka-wire").option("view", "records").load(str(named_later))
+    df.createOrReplaceTempView("named_later_records")
+    [row] = spark.sql(
+        "SELECT count(*) AS fetched, count_if(topic IS NULL) AS unnamed, count(DISTINCT topic) AS topics "
+        "FROM named_later_records WHERE direction = 'fetch'"
+    ).collect()
+    assert row.fetched > 0 and row.unnamed == 0 and row.topics == 1
+
+
+@pytest.mark.parametrize("view", ["records", "lag"])
+def test_rows_past_the_hold_budget_are_named_the_same(named_later, view, monkeypatch):
+    """A reader holding more than it may looks ahead instead: the same rows, named the same."""
+    whole = _rows(view, named_later)
+    naming_pass.forget()
+    monkeypatch.setattr(topic_names, "HOLD_BUDGET", 2048)
+    assert Counter(map(repr, _rows(view, named_later))) == Counter(map(repr, whole))
+    assert naming_pass.kept() == 1
