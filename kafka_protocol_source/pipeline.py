@@ -170,11 +170,11 @@ class CodecBodies:
         self._responses.add((api_key, api_version))
         return True
 
-    def reads_response_exactly(self, payload: bytes, api_key: int, api_version: int) -> bool:
-        return self.decoder.reads_response_exactly(payload, api_key, api_version)
+    def exact_response_body(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
+        return self.decoder.exact_response_body(payload, api_key, api_version)
 
-    def response_versions(self) -> Iterable[tuple[int, int]]:
-        return self.registry.response_versions()
+    def response_layouts(self) -> Iterable[tuple[int, tuple[int, ...]]]:
+        return self.registry.response_layouts()
 
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)

@@ -143,11 +143,13 @@ class Decoder:
         with self._inside(depth):
             return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
 
-    def reads_response_exactly(self, payload: bytes, api_key: int, api_version: int) -> bool:
-        """Whether the compiled parsers of this response version read ``payload`` (correlation id
-        on) whole, with nothing left over: a yes/no without the records, embedded data or notes."""
+    def exact_response_body(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
+        """The body, if the compiled parsers of this response version read ``payload`` (correlation
+        id on) whole, with nothing left over; None otherwise. Records, embedded data and notes are
+        left as they are in the bytes (``decode_response`` adds them)."""
         plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
-        return plan is not None and _clean_parse(plan, payload) is not None
+        clean = _clean_parse(plan, payload) if plan is not None else None
+        return clean[1] if clean is not None else None
 
     def _plan_for(self, request: bool, api_key: int, version: int) -> _Plan | None:
         """The plan of a request (else a response) of a version the registry has; None otherwise."""

@@ -11,26 +11,40 @@ ones lack: a Heartbeat v1-3 response is read exactly as a LeaveGroup v1-2 one, b
 time and an error code), that is its api and version. Otherwise (several candidates read it, an
 api none of them is reads it too, or none reads it) the body stays raw and the note says why.
 
+A connection none of whose requests was captured (only the broker's side of it was: a mirror
+port that copies one direction, a capture filtered on the broker's port as source) has no
+candidates: its responses are read at every response version the definitions have
+(``read_unasked``). When the versions that read one exactly are all of one api, that is its api
+(the response of the request not captured reads exactly as its own api, so no other api's
+does). Of several such versions: the one an earlier response of the connection showed alone (a
+client keeps one version per api on a connection); else, if they agree on every field they
+share (newer versions of a layout know more tagged fields), the version is left unknown and the
+body is read at the newest; otherwise the body stays raw.
+
 Owns that choice and its note; pairing (``pairing``) owns when a response is given up as
 ``request_missing`` and the row it becomes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from .decoding import BodyDecoder, UndecodableBody
 
 # At most this many of a connection's (api key, version) pairs are tried for one response.
 MAX_CANDIDATES = 32
+# A connection without requests remembers how this many of its response bodies up to this size read.
+SEEN_BODIES = 64
+SEEN_BODY_SIZE = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Reading:
     """What a response whose request is missing was read as (``response`` None: left raw)."""
 
-    pair: tuple[int, int] | None  # (api key, version) it was read at
+    pair: tuple[int, int | None] | None  # (api key, version) it was read at (version None: one of several alike)
     response: dict | None
     note: str | None
 
@@ -44,7 +58,7 @@ def read_orphan(
     Which versions read it is asked of the layouts alone (no records decompressed, nothing kept);
     only the one answer, when there is one, is decoded in full."""
     tried = sorted(candidates)[:MAX_CANDIDATES]
-    exact = [pair for pair in tried if decoder.reads_response_exactly(payload, *pair)]
+    exact = [pair for pair in tried if decoder.exact_response_body(payload, *pair) is not None]
     if not exact:
         if not tried:
             return Reading(None, None, None)
@@ -55,11 +69,7 @@ def read_orphan(
         return Reading(None, None, f"request not captured: the response reads exactly as any of {listed}")
     api_key, api_version = exact[0]
     named = _named(decoder, api_key, api_version)
-    others = [
-        pair
-        for pair in decoder.response_versions()
-        if pair[0] != api_key and decoder.reads_response_exactly(payload, *pair)
-    ]
+    others = [(api, version) for (api, versions) in _readers(decoder, payload, api_key) for version in versions]
     if others:
         note = (
             f"request not captured: the response reads exactly as {named}, of this connection's requests, and"
@@ -76,6 +86,74 @@ def read_orphan(
         " connection's requests that reads it exactly, and no other api does"
     )
     return Reading(exact[0], response, note)
+
+
+def read_unasked(
+    decoder: BodyDecoder,
+    payload: bytes,
+    settled: Mapping[int, int],
+    protocol_type: str | None = None,
+    seen: OrderedDict[bytes, dict] | None = None,
+) -> Reading:
+    """``payload`` read at every response version, on a connection none of whose requests was
+    captured; ``settled``: api key -> the version earlier responses of the connection were read
+    at alone; ``seen``: which layouts read the bodies of the connection's earlier small responses
+    (the same answer again, an empty Fetch or a Heartbeat's, reads alike: one look at each)."""
+    body_bytes = payload[4:]  # (the correlation id does not change how the rest reads)
+    bodies = seen.get(body_bytes) if seen is not None else None
+    if bodies is None:
+        bodies = _readers(decoder, payload)
+        if seen is not None and len(body_bytes) <= SEEN_BODY_SIZE:
+            seen[body_bytes] = bodies
+            if len(seen) > SEEN_BODIES:
+                seen.popitem(last=False)
+    said = "request not captured, nor any of this connection's"
+    if not bodies:
+        return Reading(None, None, f"{said}: no api and version reads the response exactly")
+    api_key = next(iter(bodies))[0]
+    if any(api != api_key for api, _ in bodies):
+        listed = _listed(decoder, [(api, version) for api, versions in bodies for version in versions])
+        return Reading(None, None, f"{said}: the response reads exactly as {listed}")
+    versions = sorted(version for _, versions in bodies for version in versions)
+    alike = _named(decoder, api_key, versions[0]) + (f"-{versions[-1]}" if len(versions) > 1 else "")
+    if settled.get(api_key) in versions:
+        version: int | None = settled[api_key]
+        how = f"as {_named(decoder, api_key, settled[api_key])}, of {alike}, the version this connection uses"
+    elif len(versions) == 1:
+        version, how = versions[0], f"as {_named(decoder, api_key, versions[0])} only"
+    elif all(_alike(body, next(iter(bodies.values()))) for body in bodies.values()):
+        version = None
+        how = f"alike as {alike} (decoded as v{versions[-1]}, which knows the most fields), its version not known"
+    else:
+        return Reading(None, None, f"{said}: the response reads exactly as {alike} only, but not alike")
+    try:
+        context = {"body": {"protocol_type": protocol_type}} if protocol_type else None
+        response = decoder.decode_response(payload, api_key, versions[-1] if version is None else version, context)
+    except UndecodableBody as e:
+        return Reading(None, None, f"{said}: the response reads as {alike} but not whole: {e}")
+    note = f"{said}: the response read exactly {how}, and as no other api"
+    return Reading((api_key, version), response, note)
+
+
+def _alike(a, b) -> bool:
+    """Whether two readings of the same bytes agree on every field both have. (Layouts that both
+    read a frame whole differ only in tagged fields, which one knows and the other keeps as
+    ``unknown_tagged_fields``, and in what a field is called.)"""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(_alike(a[key], b[key]) for key in a.keys() & b.keys() if key != "unknown_tagged_fields")
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_alike, a, b))
+    return a == b
+
+
+def _readers(decoder: BodyDecoder, payload: bytes, but: int | None = None) -> dict[tuple[int, tuple[int, ...]], dict]:
+    """(api key, versions laid out alike) -> the body, of every response layout (of apis other
+    than ``but``) that reads ``payload`` exactly."""
+    bodies = {}
+    for api_key, versions in decoder.response_layouts():
+        if api_key != but and (body := decoder.exact_response_body(payload, api_key, versions[0])) is not None:
+            bodies[(api_key, versions)] = body
+    return bodies
 
 
 def _listed(decoder: BodyDecoder, pairs: list[tuple[int, int]], most: int = 4) -> str:

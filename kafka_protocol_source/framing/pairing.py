@@ -39,7 +39,7 @@ from .model import (
     Exchange,
     Frame,
 )
-from .orphans import read_orphan
+from .orphans import read_orphan, read_unasked
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -81,6 +81,8 @@ class Pairer:
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
         self.used: set[tuple[int, int]] = set()  # (api key, version) of the requests seen: how orphans are read
         self.protocol_type: str | None = None  # of the group the connection joins: what embedded data in orphans is
+        self.settled: dict[int, int] = {}  # api key -> version, of responses read without any request captured
+        self.seen: OrderedDict[bytes, dict] = OrderedDict()  # (see orphans.read_unasked)
 
     def pending_ids(self):
         return self.pending.keys()
@@ -286,7 +288,12 @@ class Pairer:
         """The row of a response whose request was not captured, read at an api and version of
         this connection's requests when exactly one reads it (``orphans``)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
-        reading = read_orphan(self.ctx.decoder, frame.payload, self.used, self.protocol_type)
+        if self.used:
+            reading = read_orphan(self.ctx.decoder, frame.payload, self.used, self.protocol_type)
+        else:
+            reading = read_unasked(self.ctx.decoder, frame.payload, self.settled, self.protocol_type, self.seen)
+            if reading.pair is not None and (version := reading.pair[1]) is not None:
+                self.settled.setdefault(reading.pair[0], version)
         header = None
         if reading.pair is not None and correlation_id is not None:
             client_id = next(iter(self.client_ids)) if len(self.client_ids) == 1 else None

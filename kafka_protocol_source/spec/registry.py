@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from .headers import response_header_version
 from .ir import MessageDef, Struct
 from .json_frontend import load_message
 from .krammar import load_krammar
@@ -31,6 +32,7 @@ class SpecRegistry:
         }
         self._responses = {m.api_key: m for m in messages.values() if m.kind == "response"}
         self._response_versions: tuple[tuple[int, int], ...] | None = None
+        self._response_layouts: tuple[tuple[int, tuple[int, ...]], ...] | None = None
         self._resolved: dict[tuple[str, int], Struct] = {}
 
     @classmethod
@@ -111,6 +113,18 @@ class SpecRegistry:
                     pairs += [(api_key, version) for version in range(low, high + 1)]
             self._response_versions = tuple(pairs)
         return self._response_versions
+
+    def response_layouts(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """``response_versions`` grouped: (api key, versions) whose responses have the same header
+        version and the same fields in the same order, so that they read any bytes alike."""
+        if self._response_layouts is None:
+            groups: dict[tuple[int, int, str], list[int]] = {}
+            for api_key, version in self.response_versions():
+                message = self._responses[api_key]
+                layout = repr(self.resolved(message.name, version))  # (Struct holds lists: not hashable)
+                groups.setdefault((api_key, response_header_version(message, version), layout), []).append(version)
+            self._response_layouts = tuple((key[0], tuple(versions)) for key, versions in groups.items())
+        return self._response_layouts
 
     def resolved(self, name: str, version: int) -> Struct:
         key = (name, version)

@@ -92,3 +92,22 @@ def test_a_response_no_request_of_its_connection_reads_stays_raw_and_says_so(tmp
     assert missing.raw_response == produce_v3_response(99)
     assert "none of this connection's requests (Metadata v1) reads it" in missing.note
     assert answered.status == "ok"
+
+
+def test_with_no_request_captured_a_response_one_api_reads_is_read_at_its_layout(tmp_path):
+    """Only the broker's side: the Fetch answer reads exactly as Fetch v7-10 (one layout) and as
+    no other api, so it is a Fetch of an unknown version, read at v10, its records included; the
+    same answer again reads alike. A Heartbeat's answer reads as a dozen apis: it stays raw."""
+    c = Conversation()
+    c.response(_fetch_v7_response(7, _one_batch()))
+    c.response(_fetch_v7_response(8, _one_batch()))
+    c.response(struct.pack(">iih", 9, 0, 0))
+    first, second, heartbeat = run(tmp_path, c.pcap())
+    for fetch in (first, second):
+        assert (fetch.status, fetch.api_name, fetch.api_version) == ("request_missing", "Fetch", None)
+        [batch] = fetch.response["responses"][0]["partitions"][0]["records"]
+        assert [r["value"] for r in batch["records"]] == [b"value 0", b"value 1", b"value 2"]
+        assert "nor any of this connection's" in fetch.note and "alike as Fetch v7-10" in fetch.note
+    assert (second.correlation_id, second.response) == (8, first.response)
+    assert (heartbeat.api_key, heartbeat.response, heartbeat.raw_response) == (None, None, struct.pack(">iih", 9, 0, 0))
+    assert "reads exactly as" in heartbeat.note and "Heartbeat" in heartbeat.note

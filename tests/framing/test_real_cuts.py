@@ -305,3 +305,30 @@ def test_the_same_packets_on_two_interfaces_are_read_once(tmp_path, order, ports
     twice = Counter((*_key(e), e.status) for e in read_capture(path, **options))
     assert twice == once
     assert check_accounting(path, **options) == []
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_with_only_the_brokers_side_responses_are_read_as_the_whole_capture_reads_them(s, tmp_path):
+    """No request captured at all: a response is read only where one api's layouts read it and
+    no other api's do, at the version the connection's own responses show when they show one;
+    it is then the api, version and body the whole capture (which has the requests) reads, and
+    every record the whole capture fetched is back. The rest stay raw, with a note."""
+    whole = {(e.connection_id, e.correlation_id): e for e in read_capture(s.path, ports=[s.broker_port]) if e.response}
+    path = one_side(segments_of(s.path), s.broker_port).write(tmp_path / "broker_only.pcap")
+    rows = [e for e in read_capture(path, ports=[s.broker_port]) if e.status == "request_missing"]
+    assert rows
+    for e in rows:
+        was = whole[e.connection_id, e.correlation_id]
+        if e.response is None:
+            assert e.api_key is None and e.raw_response and "nor any of this connection's" in e.note, e
+            continue
+        assert e.api_key == was.api_key and e.api_version in (was.api_version, None), e
+        if e.api_version is not None and was.api_name not in ("JoinGroup", "SyncGroup"):
+            assert e.response == was.response  # (the group apis' member data needs the request's protocol type)
+        else:
+            assert _records_in(e.response) == _records_in(was.response)
+    fetched = [e for e in rows if e.api_name == "Fetch"]
+    assert sum(_records_in(e.response) for e in fetched) == sum(
+        _records_in(e.response) for e in whole.values() if e.api_name == "Fetch"
+    )
+    assert check_accounting(path, ports=[s.broker_port]) == []
