@@ -14,8 +14,9 @@ Pairing needs the request header only: a request whose body the definitions in u
 with both raw bodies kept. A response can be handed over before its request when the client
 side was still resynchronising (a capture joined mid-stream): it waits, bounded, for a request
 with its correlation id, and is a ``request_missing`` row only when none comes (its body read
-at an api and version of the connection's requests when exactly one fits: ``orphans``). The
-row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``.
+at an api and version of the connection's requests when exactly one fits, or, on a connection
+none of whose requests was captured, at the one api all layouts that read it are of:
+``orphans``). The row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``.
 """
 
 from __future__ import annotations

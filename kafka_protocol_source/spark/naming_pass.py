@@ -29,7 +29,8 @@ def naming_read(
     paths: Sequence[str], options: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
 ) -> dict[str, str]:
     """The first names of topic ids in a read of every connection of ``paths`` with ``options`` (its apis
-    narrowed to the naming ones, its runs dropped), of the exchanges ``keeps`` keeps.
+    narrowed to the naming ones, its runs dropped: a slice's runs are its own connections; its
+    packet limits kept: they bound what the read may see), of the exchanges ``keeps`` keeps.
     ``keeps_key`` tells apart predicates that keep differently."""
     apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
     if not apis:  # the apis option leaves none: one read of the whole capture learns nothing either

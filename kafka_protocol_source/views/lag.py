@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..spec.error_codes import error_name
-from .topic_names import AwaitingNames, TopicNames
+from .topic_names import ZERO_UUID, AwaitingNames, TopicNames
 
 FETCH = 1
 _ROW_SIZE = 1024  # about what one row holds
@@ -153,4 +153,7 @@ def _incremental(req: dict) -> bool:
 def _topic_key(topic: dict) -> tuple[str | None, str | None]:
     """(name, id) of a topic entry: older versions name it, v13+ give its id only."""
     name = topic.get("topic")
-    return (name, None) if name else (None, topic.get("topic_id"))
+    if name:
+        return name, None
+    topic_id = topic.get("topic_id")
+    return None, topic_id if topic_id != ZERO_UUID else None

@@ -11,6 +11,8 @@ views name those Fetches' topics as the whole session does, in one partition and
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of
 from kafka_protocol_source.spark.source import default_schema
 from kafka_protocol_source.views import topic_names
+from kafka_protocol_source.views.records import record_row_size
 from kafka_protocol_source.views.topic_names import first_names
 
 from ..cuts import Cut, segments_of
@@ -47,31 +50,47 @@ def _as_client(segments, broker_port: int, ip: str, shift_ns: int) -> list:
     ]
 
 
-@pytest.fixture(scope="module")
-def named_later(tmp_path_factory) -> Path:
+def _session() -> tuple[list, int, int]:
+    """The confluent session's exchanges, the client port of its first naming response and the
+    broker's port."""
     whole = list(read_capture(TANSU_CONFLUENT))
     fetch = next(e for e in whole if e.api_key == 1 and e.api_version >= 13)
     naming = next(e for e in whole if first_names([e]))
-    port, broker_port = _port(naming.client_address), _port(fetch.broker_address)
-    segments = segments_of(TANSU_CONFLUENT)
-    late = [s for s in segments if s.packet_index >= fetch.request_packet]
-    assert port not in {p for s in late for p in (s.src_port, s.dst_port)}  # that client is gone
-    clients = sorted(  # side by side, a millisecond apart
-        (s for k in range(LATE_COPIES) for s in _as_client(late, broker_port, f"10.0.{k}.2", k * 1_000_000)),
-        key=lambda s: s.timestamp_ns,
-    )
-    connection = [s for s in segments if port in (s.src_port, s.dst_port)]
+    return whole, _port(naming.client_address), _port(fetch.broker_address)
+
+
+def _late_clients() -> tuple:
+    """The session from its first Fetch by id, as five clients side by side, a millisecond apart."""
+    whole, naming_port, broker_port = _session()
+    first_fetch = next(e.request_packet for e in whole if e.api_key == 1 and e.api_version >= 13)
+    late = [s for s in segments_of(TANSU_CONFLUENT) if s.packet_index >= first_fetch]
+    assert naming_port not in {p for s in late for p in (s.src_port, s.dst_port)}  # that client is gone
+    clients = (s for k in range(LATE_COPIES) for s in _as_client(late, broker_port, f"10.0.{k}.2", k * 1_000_000))
+    return tuple(sorted(clients, key=lambda s: s.timestamp_ns))
+
+
+@pytest.fixture(scope="module")
+def never_named(tmp_path_factory) -> Path:
+    """The five clients alone: nothing in it names the ids their Fetches use."""
+    return Cut(_late_clients()).write(tmp_path_factory.mktemp("never_named") / "never_named.pcap")
+
+
+@pytest.fixture(scope="module")
+def named_later(tmp_path_factory) -> Path:
+    """The five clients, then the session's first naming connection replayed on a port of its own."""
+    clients = _late_clients()
+    _, port, _ = _session()
+    connection = [s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port)]
     shift = clients[-1].timestamp_ns - connection[0].timestamp_ns + 1_000_000_000
-    replayed = [
+    replayed = tuple(
         s._replace(
             timestamp_ns=s.timestamp_ns + shift,
             src_port=NEW_CLIENT_PORT if s.src_port == port else s.src_port,
             dst_port=NEW_CLIENT_PORT if s.dst_port == port else s.dst_port,
         )
         for s in connection
-    ]
-    packets = tuple(clients) + tuple(replayed)
-    return Cut(packets).write(tmp_path_factory.mktemp("named_later") / "named_later.pcap")
+    )
+    return Cut(clients + replayed).write(tmp_path_factory.mktemp("named_later") / "named_later.pcap")
 
 
 def _rows(view: str, path: Path, count: int = 1) -> list[dict]:
@@ -145,3 +164,48 @@ def test_rows_past_the_hold_budget_are_named_the_same(named_later, view, monkeyp
     monkeypatch.setattr(topic_names, "HOLD_BUDGET", 2048)
     assert Counter(map(repr, _rows(view, named_later))) == Counter(map(repr, whole))
     assert naming_pass.kept() == 1
+
+
+@pytest.mark.parametrize("view", ["records", "lag"])
+def test_a_whole_read_of_a_capture_that_never_names_them_reads_it_once(never_named, view):
+    """Its rows wait for a name to the end of the read, which is all the capture says: no naming read."""
+    naming_pass.forget()
+    rows = _rows(view, never_named)
+    fetched = [r for r in rows if view == "lag" or r["direction"] == "fetch"]
+    assert fetched and all(r["topic"] is None and r["topic_id"] for r in fetched)
+    assert naming_pass.kept() == 0
+
+
+def test_the_hold_counts_the_record_headers():
+    row = {"key": None, "value": b"v" * 100, "headers": []}
+    plain = record_row_size(row)
+    row["headers"] = [{"key": "trace-id", "value": b"x" * 200}] * 40
+    assert record_row_size(row) >= plain + 40 * (len("trace-id") + 200)
+
+
+def test_a_stream_names_them_from_later_packets_of_its_micro_batch(spark, named_later, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(named_later, folder)
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("view", "records")
+        .option("quietTimeout", "1")
+        .load(str(folder))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .format("memory")
+        .queryName("named_later_stream")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    [row] = spark.sql(
+        "SELECT count(*) AS fetched, count_if(topic IS NULL) AS unnamed "
+        "FROM named_later_stream WHERE direction = 'fetch'"
+    ).collect()
+    batch = [r for r in _rows("records", named_later) if r["direction"] == "fetch"]
+    assert row.fetched == len(batch) and row.unnamed == 0

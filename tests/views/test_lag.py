@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from kafka_protocol_source.views.lag import LAG_COLUMNS, lag_rows
-from kafka_protocol_source.views.topic_names import TopicNames
+from kafka_protocol_source.views.topic_names import ZERO_UUID, TopicNames
 from tests.samples.catalog import exchanges, sample, sample_names
 
 from .groups_script import GroupScript
@@ -160,6 +160,18 @@ def test_a_topic_id_named_only_by_others_connections_is_looked_ahead_for():
     names = TopicNames(lambda: {"id-1": "payments"}, complete=False)
     [row] = lag_rows(g.exchanges, names)
     assert (row["topic"], row["lag"]) == ("payments", 5)
+
+
+def test_the_zero_topic_id_is_no_id_and_its_rows_do_not_wait_for_a_name():
+    g = GroupScript()
+    fetch(g, {ZERO_UUID: {0: 4}}, {ZERO_UUID: {0: (9, 5)}}, version=13, by_id=True)
+    names = TopicNames(_never, complete=False)
+    [row] = lag_rows(g.exchanges, names)
+    assert (row["topic"], row["topic_id"], row["lag"]) == (None, None, 5)
+
+
+def _never():
+    raise AssertionError("no naming read for the zero id")
 
 
 def test_follower_fetches_say_which_replica_asked():
