@@ -176,6 +176,9 @@ class CodecBodies:
     def response_layouts(self) -> Iterable[tuple[int, tuple[int, ...]]]:
         return self.registry.response_layouts()
 
+    def response_tagged_fields(self, api_key: int, api_version: int) -> frozenset[str]:
+        return self.registry.response_tagged_fields(api_key, api_version)
+
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)
 

@@ -17,9 +17,10 @@ candidates: its responses are read at every response version the definitions hav
 (``read_unasked``). When the versions that read one exactly are all of one api, that is its api
 (the response of the request not captured reads exactly as its own api, so no other api's
 does). Of several such versions: the one an earlier response of the connection showed alone (a
-client keeps one version per api on a connection); else, if they agree on every field they
-share (newer versions of a layout know more tagged fields), the version is left unknown and the
-body is read at the newest; otherwise the body stays raw.
+client keeps one version per api on a connection; ApiVersions aside, which falls back to v0);
+else, if they read it the same but for tagged fields (which newer versions know more of), the
+version is left unknown and the body is read at the newest; otherwise (a 15-character topic
+name reads as a topic id: Fetch v12 as v13+) the body stays raw.
 
 Owns that choice and its note; pairing (``pairing``) owns when a response is given up as
 ``request_missing`` and the row it becomes.
@@ -93,56 +94,79 @@ def read_unasked(
     payload: bytes,
     settled: Mapping[int, int],
     protocol_type: str | None = None,
-    seen: OrderedDict[bytes, dict] | None = None,
+    seen: OrderedDict[bytes, Sweep] | None = None,
 ) -> Reading:
     """``payload`` read at every response version, on a connection none of whose requests was
     captured; ``settled``: api key -> the version earlier responses of the connection were read
-    at alone; ``seen``: which layouts read the bodies of the connection's earlier small responses
-    (the same answer again, an empty Fetch or a Heartbeat's, reads alike: one look at each)."""
-    body_bytes = payload[4:]  # (the correlation id does not change how the rest reads)
-    bodies = seen.get(body_bytes) if seen is not None else None
-    if bodies is None:
-        bodies = _readers(decoder, payload)
-        if seen is not None and len(body_bytes) <= SEEN_BODY_SIZE:
-            seen[body_bytes] = bodies
-            if len(seen) > SEEN_BODIES:
-                seen.popitem(last=False)
+    at alone; ``seen``: the sweeps of the connection's earlier small responses (the same answer
+    again, an empty Fetch or a Heartbeat's, reads the same: one look at each)."""
+    layouts, alike = _sweep(decoder, payload, seen)
     said = "request not captured, nor any of this connection's"
-    if not bodies:
+    if not layouts:
         return Reading(None, None, f"{said}: no api and version reads the response exactly")
-    api_key = next(iter(bodies))[0]
-    if any(api != api_key for api, _ in bodies):
-        listed = _listed(decoder, [(api, version) for api, versions in bodies for version in versions])
+    api_key = layouts[0][0]
+    if any(api != api_key for api, _ in layouts):
+        listed = _listed(decoder, [(api, version) for api, versions in layouts for version in versions])
         return Reading(None, None, f"{said}: the response reads exactly as {listed}")
-    versions = sorted(version for _, versions in bodies for version in versions)
-    alike = _named(decoder, api_key, versions[0]) + (f"-{versions[-1]}" if len(versions) > 1 else "")
+    versions = sorted(version for _, versions in layouts for version in versions)
+    named = _named(decoder, api_key, versions[0]) + (f"-{versions[-1]}" if len(versions) > 1 else "")
     if settled.get(api_key) in versions:
         version: int | None = settled[api_key]
-        how = f"as {_named(decoder, api_key, settled[api_key])}, of {alike}, the version this connection uses"
+        how = f"as {_named(decoder, api_key, settled[api_key])}, of {named}, the version this connection uses"
     elif len(versions) == 1:
         version, how = versions[0], f"as {_named(decoder, api_key, versions[0])} only"
-    elif all(_alike(body, next(iter(bodies.values()))) for body in bodies.values()):
+    elif alike:
         version = None
-        how = f"alike as {alike} (decoded as v{versions[-1]}, which knows the most fields), its version not known"
+        how = f"alike as {named} (decoded as v{versions[-1]}, which knows the most fields), its version not known"
     else:
-        return Reading(None, None, f"{said}: the response reads exactly as {alike} only, but not alike")
+        return Reading(None, None, f"{said}: the response reads exactly as {named} only, but not alike")
     try:
         context = {"body": {"protocol_type": protocol_type}} if protocol_type else None
         response = decoder.decode_response(payload, api_key, versions[-1] if version is None else version, context)
     except UndecodableBody as e:
-        return Reading(None, None, f"{said}: the response reads as {alike} but not whole: {e}")
+        return Reading(None, None, f"{said}: the response reads as {named} but not whole: {e}")
     note = f"{said}: the response read exactly {how}, and as no other api"
     return Reading((api_key, version), response, note)
 
 
-def _alike(a, b) -> bool:
-    """Whether two readings of the same bytes agree on every field both have. (Layouts that both
-    read a frame whole differ only in tagged fields, which one knows and the other keeps as
-    ``unknown_tagged_fields``, and in what a field is called.)"""
+# The layouts (api key, versions) that read a response exactly, and whether they read it alike.
+Sweep = tuple[tuple[tuple[int, tuple[int, ...]], ...], bool]
+
+
+def _sweep(decoder: BodyDecoder, payload: bytes, seen: OrderedDict[bytes, Sweep] | None) -> Sweep:
+    body_bytes = payload[4:]  # (the correlation id does not change how the rest reads)
+    found = seen.get(body_bytes) if seen is not None else None
+    if found is None:
+        bodies = _readers(decoder, payload)
+        layouts = tuple(bodies)
+        first = layouts[0] if layouts else None
+        alike = first is not None and all(
+            api == first[0]
+            and _alike(
+                body,
+                bodies[first],
+                decoder.response_tagged_fields(api, versions[0]) | decoder.response_tagged_fields(api, first[1][0]),
+            )
+            for (api, versions), body in bodies.items()
+        )
+        found = (layouts, alike)
+        if seen is not None and len(body_bytes) <= SEEN_BODY_SIZE:
+            seen[body_bytes] = found
+            if len(seen) > SEEN_BODIES:
+                seen.popitem(last=False)
+    return found
+
+
+def _alike(a, b, tagged: frozenset[str]) -> bool:
+    """Whether two readings of the same bytes are the same but for tagged fields (``tagged``:
+    their names), which one layout knows and the other keeps in ``unknown_tagged_fields``. (A
+    15-character topic name reads as a topic id: a name in one and an id in the other differ.)"""
     if isinstance(a, dict) and isinstance(b, dict):
-        return all(_alike(a[key], b[key]) for key in a.keys() & b.keys() if key != "unknown_tagged_fields")
+        if not (a.keys() ^ b.keys()) <= tagged | {"unknown_tagged_fields"}:
+            return False
+        return all(_alike(a[key], b[key], tagged) for key in a.keys() & b.keys() if key != "unknown_tagged_fields")
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_alike, a, b))
+        return len(a) == len(b) and all(_alike(x, y, tagged) for x, y in zip(a, b, strict=True))
     return a == b
 
 

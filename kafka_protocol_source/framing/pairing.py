@@ -25,7 +25,7 @@ import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
+from ..spec.api_keys import API_VERSIONS, JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes
 from .model import (
@@ -40,7 +40,7 @@ from .model import (
     Exchange,
     Frame,
 )
-from .orphans import read_orphan, read_unasked
+from .orphans import Sweep, read_orphan, read_unasked
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -83,7 +83,7 @@ class Pairer:
         self.used: set[tuple[int, int]] = set()  # (api key, version) of the requests seen: how orphans are read
         self.protocol_type: str | None = None  # of the group the connection joins: what embedded data in orphans is
         self.settled: dict[int, int] = {}  # api key -> version, of responses read without any request captured
-        self.seen: OrderedDict[bytes, dict] = OrderedDict()  # (see orphans.read_unasked)
+        self.seen: OrderedDict[bytes, Sweep] = OrderedDict()  # (see orphans.read_unasked)
 
     def pending_ids(self):
         return self.pending.keys()
@@ -293,7 +293,12 @@ class Pairer:
             reading = read_orphan(self.ctx.decoder, frame.payload, self.used, self.protocol_type)
         else:
             reading = read_unasked(self.ctx.decoder, frame.payload, self.settled, self.protocol_type, self.seen)
-            if reading.pair is not None and (version := reading.pair[1]) is not None:
+            # (not ApiVersions: a client answered in v0 with an error asks again in v0: KIP-511)
+            if (
+                reading.pair is not None
+                and (version := reading.pair[1]) is not None
+                and reading.pair[0] != API_VERSIONS
+            ):
                 self.settled.setdefault(reading.pair[0], version)
         header = None
         if reading.pair is not None and correlation_id is not None:

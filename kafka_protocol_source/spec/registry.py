@@ -126,6 +126,18 @@ class SpecRegistry:
             self._response_layouts = tuple((key[0], tuple(versions)) for key, versions in groups.items())
         return self._response_layouts
 
+    def response_tagged_fields(self, api_key: int, version: int) -> frozenset[str]:
+        """The names (snake_case, as in decoded bodies) of the tagged fields at any depth of this
+        response version: what a version may know that another laid out alike keeps unknown."""
+        names: set[str] = set()
+        todo = [self.resolved(self._responses[api_key].name, version)]
+        while todo:
+            struct = todo.pop()
+            names.update(field.name for field in struct.tagged)
+            for field in (*struct.fields, *struct.tagged):
+                todo += [s for s in (field.struct, field.element) if isinstance(s, Struct)]
+        return frozenset(names)
+
     def resolved(self, name: str, version: int) -> Struct:
         key = (name, version)
         struct = self._resolved.get(key)

@@ -29,3 +29,13 @@ def test_a_group_is_one_api_with_one_header_and_the_same_fields():
 def test_fetch_v13_to_15_are_one_layout_and_v16_to_18_another():
     layouts = dict.fromkeys(versions for api_key, versions in registry_for(None).response_layouts() if api_key == 1)
     assert (13, 14, 15) in layouts and (16, 17, 18) in layouts
+
+
+def test_the_tagged_fields_of_a_response_at_any_depth():
+    registry = registry_for(None)
+    assert {"node_endpoints", "current_leader", "diverging_epoch", "snapshot_id"} <= registry.response_tagged_fields(
+        1, 16
+    )
+    assert "node_endpoints" not in registry.response_tagged_fields(1, 15)
+    assert not {"topic", "topic_id", "records"} & registry.response_tagged_fields(1, 16)
+    assert registry.response_tagged_fields(1, 11) == frozenset()  # not flexible
