@@ -170,10 +170,10 @@ class CodecBodies:
         self._responses.add((api_key, api_version))
         return True
 
-    def exact_response_body(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
-        return self.decoder.exact_response_body(payload, api_key, api_version)
+    def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+        return self.decoder.exact_response_bodies(payload, pairs)
 
-    def response_layouts(self) -> Iterable[tuple[int, tuple[int, ...]]]:
+    def response_layouts(self) -> Mapping[tuple[int, int], tuple[int, ...]]:
         return self.registry.response_layouts()
 
     def response_tagged_fields(self, api_key: int, api_version: int) -> frozenset[str]:

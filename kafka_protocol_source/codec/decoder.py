@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -143,13 +143,38 @@ class Decoder:
         with self._inside(depth):
             return self._decode_request(payload, protocol_type, lenient, max_decompressed_bytes)
 
-    def exact_response_body(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
-        """The body, if the compiled parsers of this response version read ``payload`` (correlation
-        id on) whole, with nothing left over; None otherwise. Records, embedded data and notes are
-        left as they are in the bytes (``decode_response`` adds them)."""
-        plan = self._response_plans.get((api_key, api_version)) or self._plan_for(False, api_key, api_version)
-        clean = _clean_parse(plan, payload) if plan is not None else None
-        return clean[1] if clean is not None else None
+    def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+        """(api key, version) -> the body, of each of ``pairs`` whose compiled response parsers read
+        ``payload`` (correlation id on) whole, with nothing left over. Records, embedded data and
+        notes are left as they are in the bytes (``decode_response`` adds them). The header is
+        read once per header version, the body at each pair from where it starts."""
+        io = BytesIO(payload)
+        size = len(payload)
+        body_starts: dict[Callable, int | None] = {}
+        found = {}
+        for pair in pairs:
+            plan = self._response_plans.get(pair) or self._plan_for(False, *pair)
+            if plan is None:
+                continue
+            start = body_starts.get(plan.header, -1)
+            if start == -1:
+                io.seek(0)
+                try:
+                    plan.header(io)
+                    start = io.tell()
+                except Exception:  # noqa: BLE001 - not this header version's
+                    start = None
+                body_starts[plan.header] = start
+            if start is None:
+                continue
+            io.seek(start)
+            try:
+                body = plan.body(io)
+            except Exception:  # noqa: BLE001 - not this version's
+                continue
+            if io.tell() == size:
+                found[pair] = body
+        return found
 
     def _plan_for(self, request: bool, api_key: int, version: int) -> _Plan | None:
         """The plan of a request (else a response) of a version the registry has; None otherwise."""

@@ -9,7 +9,7 @@ after a body that otherwise decoded) and a ``note``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 
@@ -30,8 +30,10 @@ class BodyDecoder(Protocol):
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict: ...
 
-    def exact_response_body(self, payload: bytes, api_key: int, api_version: int) -> dict | None: ...
+    def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
+        """(api key, version) -> body, of the pairs that read ``payload`` whole and by the spec."""
 
-    def response_layouts(self) -> Iterable[tuple[int, tuple[int, ...]]]: ...  # (api key, versions read alike)
+    def response_layouts(self) -> Mapping[tuple[int, int], tuple[int, ...]]:
+        """(api key, first version) -> the versions that read any bytes alike."""
 
     def response_tagged_fields(self, api_key: int, api_version: int) -> frozenset[str]: ...

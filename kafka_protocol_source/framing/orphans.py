@@ -59,7 +59,7 @@ def read_orphan(
     Which versions read it is asked of the layouts alone (no records decompressed, nothing kept);
     only the one answer, when there is one, is decoded in full."""
     tried = sorted(candidates)[:MAX_CANDIDATES]
-    exact = [pair for pair in tried if decoder.exact_response_body(payload, *pair) is not None]
+    exact = list(decoder.exact_response_bodies(payload, tried))
     if not exact:
         if not tried:
             return Reading(None, None, None)
@@ -173,11 +173,9 @@ def _alike(a, b, tagged: frozenset[str]) -> bool:
 def _readers(decoder: BodyDecoder, payload: bytes, but: int | None = None) -> dict[tuple[int, tuple[int, ...]], dict]:
     """(api key, versions laid out alike) -> the body, of every response layout (of apis other
     than ``but``) that reads ``payload`` exactly."""
-    bodies = {}
-    for api_key, versions in decoder.response_layouts():
-        if api_key != but and (body := decoder.exact_response_body(payload, api_key, versions[0])) is not None:
-            bodies[(api_key, versions)] = body
-    return bodies
+    layouts = decoder.response_layouts()
+    read = decoder.exact_response_bodies(payload, (pair for pair in layouts if pair[0] != but))
+    return {(pair[0], layouts[pair]): body for pair, body in read.items()}
 
 
 def _listed(decoder: BodyDecoder, pairs: list[tuple[int, int]], most: int = 4) -> str:

@@ -32,7 +32,8 @@ class SpecRegistry:
         }
         self._responses = {m.api_key: m for m in messages.values() if m.kind == "response"}
         self._response_versions: tuple[tuple[int, int], ...] | None = None
-        self._response_layouts: tuple[tuple[int, tuple[int, ...]], ...] | None = None
+        self._response_layouts: dict[tuple[int, int], tuple[int, ...]] | None = None
+        self._tagged: dict[tuple[int, int], frozenset[str]] = {}
         self._resolved: dict[tuple[str, int], Struct] = {}
 
     @classmethod
@@ -114,29 +115,33 @@ class SpecRegistry:
             self._response_versions = tuple(pairs)
         return self._response_versions
 
-    def response_layouts(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """``response_versions`` grouped: (api key, versions) whose responses have the same header
-        version and the same fields in the same order, so that they read any bytes alike."""
+    def response_layouts(self) -> dict[tuple[int, int], tuple[int, ...]]:
+        """``response_versions`` grouped: (api key, first version) -> the versions whose responses
+        have the same header version and the same fields in the same order, so that they read
+        any bytes alike."""
         if self._response_layouts is None:
             groups: dict[tuple[int, int, str], list[int]] = {}
             for api_key, version in self.response_versions():
                 message = self._responses[api_key]
                 layout = repr(self.resolved(message.name, version))  # (Struct holds lists: not hashable)
                 groups.setdefault((api_key, response_header_version(message, version), layout), []).append(version)
-            self._response_layouts = tuple((key[0], tuple(versions)) for key, versions in groups.items())
+            self._response_layouts = {(key[0], versions[0]): tuple(versions) for key, versions in groups.items()}
         return self._response_layouts
 
     def response_tagged_fields(self, api_key: int, version: int) -> frozenset[str]:
         """The names (snake_case, as in decoded bodies) of the tagged fields at any depth of this
         response version: what a version may know that another laid out alike keeps unknown."""
-        names: set[str] = set()
-        todo = [self.resolved(self._responses[api_key].name, version)]
-        while todo:
-            struct = todo.pop()
-            names.update(field.name for field in struct.tagged)
-            for field in (*struct.fields, *struct.tagged):
-                todo += [s for s in (field.struct, field.element) if isinstance(s, Struct)]
-        return frozenset(names)
+        found = self._tagged.get((api_key, version))
+        if found is None:
+            names: set[str] = set()
+            todo = [self.resolved(self._responses[api_key].name, version)]
+            while todo:
+                struct = todo.pop()
+                names.update(field.name for field in struct.tagged)
+                for field in (*struct.fields, *struct.tagged):
+                    todo += [s for s in (field.struct, field.element) if isinstance(s, Struct)]
+            found = self._tagged[(api_key, version)] = frozenset(names)
+        return found
 
     def resolved(self, name: str, version: int) -> Struct:
         key = (name, version)
