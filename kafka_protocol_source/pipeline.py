@@ -113,7 +113,9 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
     known, names = _bundled_knowledge()
     ctx = CaptureContext(
         paths[0],
-        CodecBodies(decoder_for(options.specs), options.max_decompressed_bytes),
+        CodecBodies(
+            decoder_for(options.specs), options.max_decompressed_bytes, decoder_for(None) if options.specs else None
+        ),
         known,
         options.ports,
         options.detect_kafka,
@@ -137,10 +139,22 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
 
 
 class CodecBodies:
-    """The codec's ``Decoder`` as the ``framing.decoding.BodyDecoder`` framing is handed."""
+    """The codec's ``Decoder`` as the ``framing.decoding.BodyDecoder`` framing is handed.
 
-    def __init__(self, decoder: Decoder, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES):
+    ``bundled``: the bundled definitions' decoder, when ``decoder``'s are a user's. Which api
+    and version a response whose request is missing can be read as (``response_layouts``,
+    ``exact_response_bodies``) is then asked of the apis and versions either defines: one the
+    user's file leaves out may still be what sent it."""
+
+    def __init__(
+        self,
+        decoder: Decoder,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        bundled: Decoder | None = None,
+    ):
         self.decoder = decoder
+        self.bundled = bundled
+        self._layouts: dict[tuple[int, int], tuple[int, ...]] | None = None
         self.max_decompressed_bytes = max_decompressed_bytes
         self.registry = decoder.registry
         self.source = decoder.registry.source
@@ -171,13 +185,35 @@ class CodecBodies:
         return True
 
     def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
-        return self.decoder.exact_response_bodies(payload, pairs)
+        if self.bundled is None:
+            return self.decoder.exact_response_bodies(payload, pairs)
+        ours: list[tuple[int, int]] = []
+        theirs: list[tuple[int, int]] = []
+        for pair in pairs:
+            (ours if self._defined(*pair) else theirs).append(pair)
+        found = self.decoder.exact_response_bodies(payload, ours)
+        found.update(self.bundled.exact_response_bodies(payload, theirs))
+        return found
 
     def response_layouts(self) -> Mapping[tuple[int, int], tuple[int, ...]]:
-        return self.registry.response_layouts()
+        if self._layouts is None:
+            layouts = dict(self.registry.response_layouts())
+            if self.bundled is not None:
+                for (api_key, _), versions in self.bundled.registry.response_layouts().items():
+                    left = tuple(v for v in versions if not self._defined(api_key, v))  # (still alike)
+                    if left:
+                        layouts[(api_key, left[0])] = left
+            self._layouts = layouts
+        return self._layouts
 
     def response_tagged_fields(self, api_key: int, api_version: int) -> frozenset[str]:
+        if self.bundled is not None and not self._defined(api_key, api_version):
+            return self.bundled.registry.response_tagged_fields(api_key, api_version)
         return self.registry.response_tagged_fields(api_key, api_version)
+
+    def _defined(self, api_key: int, api_version: int) -> bool:
+        message = self.registry.response(api_key)
+        return message is not None and api_version in message.valid_versions
 
     def api_name(self, api_key: int) -> str | None:
         return self.registry.api_name(api_key)

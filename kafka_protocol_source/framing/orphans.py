@@ -77,6 +77,10 @@ def read_orphan(
             f" as {_listed(decoder, others)}, whose request may be the one not captured"
         )
         return Reading(None, None, note)
+    if not decoder.defines_response(api_key, api_version):
+        return Reading(
+            None, None, f"request not captured: the response reads exactly as {named}, which the definitions lack"
+        )
     try:
         context = {"body": {"protocol_type": protocol_type}} if protocol_type else None  # stands for the request
         response = decoder.decode_response(payload, api_key, api_version, context)
@@ -120,6 +124,8 @@ def read_unasked(
         how = f"alike as {named} (decoded as v{versions[-1]}, which knows the most fields), its version not known"
     else:
         return Reading(None, None, f"{said}: the response reads exactly as {named} only, but not alike")
+    if not decoder.defines_response(api_key, versions[-1] if version is None else version):
+        return Reading(None, None, f"{said}: the response reads exactly as {named} only, which the definitions lack")
     try:
         context = {"body": {"protocol_type": protocol_type}} if protocol_type else None
         response = decoder.decode_response(payload, api_key, versions[-1] if version is None else version, context)

@@ -17,6 +17,7 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
+from tests.cuts import one_side, segments_of
 from tests.samples.catalog import samples
 
 from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response
@@ -114,3 +115,27 @@ def test_an_api_key_and_a_version_beyond_the_bundled_ones_pair_as_unknown_api(tm
         ]
         assert all(e.latency_ms is not None and e.raw_request and e.raw_response for e in rows[:2])
         assert rows[0].api_name == "Metadata" and rows[1].api_name is None
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_with_only_the_brokers_side_a_response_is_read_as_an_api_of_the_file_only_if_no_other_api_reads_it(
+    s, partial_json, tmp_path
+):
+    """Which api sent a response whose request is missing is asked of every api the bundled
+    definitions have too: that the file defines only FindCoordinator does not make every
+    response FindCoordinator reads one."""
+    path = one_side(segments_of(s.path), s.broker_port).write(tmp_path / "broker_only.pcap")
+    whole = {(e.connection_id, e.correlation_id): e for e in read_capture(s.path, ports=[s.broker_port])}
+    rows = [e for e in read_capture(path, ports=[s.broker_port], specs=partial_json) if e.status == "request_missing"]
+    assert rows
+    for e in rows:
+        if e.api_key is not None:
+            assert e.api_key == whole[e.connection_id, e.correlation_id].api_key == FIND_COORDINATOR, e
+    bundled = [e for e in read_capture(path, ports=[s.broker_port]) if e.status == "request_missing"]
+    assert {_key(e) for e in rows if e.api_key is not None} == {
+        _key(e) for e in bundled if e.api_key == FIND_COORDINATOR
+    }
+
+
+def _key(e) -> tuple:
+    return e.connection_id, e.correlation_id, e.api_version
