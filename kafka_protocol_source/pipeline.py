@@ -175,12 +175,9 @@ class CodecBodies:
     def defines_response(self, api_key: int, api_version: int) -> bool:
         if (api_key, api_version) in self._responses:
             return True
-        message = self.registry.response(api_key)
-        # KIP-511: ApiVersions answers a version it does not know with a v0 body, which the decoder reads.
-        if message is None:
-            return False
-        if api_version not in message.valid_versions:
-            return api_key == API_VERSIONS
+        if not self._defined(api_key, api_version):
+            # KIP-511: ApiVersions answers a version it does not know with a v0 body, which the decoder reads.
+            return api_key == API_VERSIONS and self.registry.response(api_key) is not None
         self._responses.add((api_key, api_version))
         return True
 

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from ..spec.api_keys import API_VERSIONS
 from .decoding import BodyDecoder, UndecodableBody
 
 # At most this many of a connection's (api key, version) pairs are tried for one response.
@@ -48,6 +49,31 @@ class Reading:
     pair: tuple[int, int | None] | None  # (api key, version) it was read at (version None: one of several alike)
     response: dict | None
     note: str | None
+
+
+class ConnectionOrphans:
+    """What one connection's traffic says about reading its responses whose request is missing:
+    the (api key, version) pairs of its captured requests (``used``), the protocol type of the
+    group it joins, and, while none of its requests is captured, the version each api's
+    responses showed alone and the sweeps of its small bodies."""
+
+    def __init__(self, decoder: BodyDecoder):
+        self.decoder = decoder
+        self.used: set[tuple[int, int]] = set()
+        self.protocol_type: str | None = None
+        self.settled: dict[int, int] = {}
+        self.seen: OrderedDict[bytes, Sweep] = OrderedDict()
+
+    def read(self, payload: bytes) -> Reading:
+        if self.used:
+            return read_orphan(self.decoder, payload, self.used, self.protocol_type)
+        reading = read_unasked(self.decoder, payload, self.settled, self.protocol_type, self.seen)
+        if reading.pair is not None:
+            api_key, version = reading.pair
+            # (not ApiVersions: a client answered in v0 with an error asks again in v0: KIP-511)
+            if version is not None and api_key != API_VERSIONS:
+                self.settled.setdefault(api_key, version)
+        return reading
 
 
 def read_orphan(

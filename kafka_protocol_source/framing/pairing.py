@@ -25,7 +25,7 @@ import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from ..spec.api_keys import API_VERSIONS, JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
+from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes
 from .model import (
@@ -40,7 +40,7 @@ from .model import (
     Exchange,
     Frame,
 )
-from .orphans import Sweep, read_orphan, read_unasked
+from .orphans import ConnectionOrphans
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -80,10 +80,7 @@ class Pairer:
         self._defines = ctx.decoder.defines_request
         self.unwanted: set[int] = set()
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
-        self.used: set[tuple[int, int]] = set()  # (api key, version) of the requests seen: how orphans are read
-        self.protocol_type: str | None = None  # of the group the connection joins: what embedded data in orphans is
-        self.settled: dict[int, int] = {}  # api key -> version, of responses read without any request captured
-        self.seen: OrderedDict[bytes, Sweep] = OrderedDict()  # (see orphans.read_unasked)
+        self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
 
     def pending_ids(self):
         return self.pending.keys()
@@ -123,7 +120,7 @@ class Pairer:
                 return
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
-            self.used.add((header.api_key, header.api_version))
+            self.orphan_reading.used.add((header.api_key, header.api_version))
             if not self.orphans or self._held_answer(header.correlation_id, frame) is None:
                 self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
             return
@@ -162,7 +159,8 @@ class Pairer:
             return
         api_key = decoded["api_key"]
         if api_key == JOIN_GROUP or api_key == SYNC_GROUP:
-            self.protocol_type = decoded["body"].get("protocol_type") or self.protocol_type
+            orphans = self.orphan_reading
+            orphans.protocol_type = decoded["body"].get("protocol_type") or orphans.protocol_type
         if api_key == PRODUCE and decoded["body"].get("acks") == 0:
             self.acks0.append(header.correlation_id)  # (before _wait: a held response may answer it there)
             self._wait(Pending(frame, header, decoded, NO_RESPONSE))
@@ -206,7 +204,7 @@ class Pairer:
     def _wait(self, pending: Pending) -> None:
         header = pending.header
         correlation_id = header.correlation_id
-        self.used.add((header.api_key, header.api_version))
+        self.orphan_reading.used.add((header.api_key, header.api_version))
         if correlation_id in self.pending:
             self._no_response(correlation_id)  # (an acks=0 request with this id got no response)
         older = self.pending.pop(correlation_id, None)
@@ -289,17 +287,7 @@ class Pairer:
         """The row of a response whose request was not captured, read at an api and version of
         this connection's requests when exactly one reads it (``orphans``)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
-        if self.used:
-            reading = read_orphan(self.ctx.decoder, frame.payload, self.used, self.protocol_type)
-        else:
-            reading = read_unasked(self.ctx.decoder, frame.payload, self.settled, self.protocol_type, self.seen)
-            # (not ApiVersions: a client answered in v0 with an error asks again in v0: KIP-511)
-            if (
-                reading.pair is not None
-                and (version := reading.pair[1]) is not None
-                and reading.pair[0] != API_VERSIONS
-            ):
-                self.settled.setdefault(reading.pair[0], version)
+        reading = self.orphan_reading.read(frame.payload)
         header = None
         if reading.pair is not None and correlation_id is not None:
             client_id = next(iter(self.client_ids)) if len(self.client_ids) == 1 else None
