@@ -9,6 +9,12 @@ that decodes the topic-naming apis only (no other bodies, no rows).
 That read is done at most once per worker process and capture: a Python worker runs its tasks
 one after another, and the later slices of the same capture take it from here. What teaches a
 name (``keeps``: the read mode, a requested api version) is the caller's to say.
+
+A stream's micro-batch re-reads only a tail of its capture session (what rebuilds the
+connections still open), so the Metadata that named an id an hour ago is behind it. It looks
+back instead (``earlier_names``): at the session's files before its tail, each read on its own
+and kept by the worker, so that a long-running stream reads each file once for names (a naming
+response cut in two by a file's rotation is lost to this look, not to the tail's read).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from ..pipeline import CaptureOptions, read_with
 from ..views.topic_names import TOPIC_NAMING_APIS, first_names
 
 _KEPT = 4  # captures whose names a worker keeps
+_KEPT_FILES = 4096  # a stream's earlier files whose names a worker keeps
 _names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
+_file_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 
 
 def naming_read(
@@ -32,18 +40,53 @@ def naming_read(
     narrowed to the naming ones, its runs dropped: a slice's runs are its own connections; its
     packet limits kept: they bound what the read may see), of the exchanges ``keeps`` keeps.
     ``keeps_key`` tells apart predicates that keep differently."""
-    apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
-    if not apis:  # the apis option leaves none: one read of the whole capture learns nothing either
+    naming = _naming_options(options)
+    if naming is None:  # the apis option leaves none: one read of the whole capture learns nothing either
         return {}
-    naming = replace(options, apis=apis, record_runs={}, issues_here=False)
+    return _kept(_names, _KEPT, list(paths), naming, keeps, keeps_key)
+
+
+def earlier_names(
+    files: Sequence[tuple[str, int]], options: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
+) -> dict[str, str]:
+    """The first names of topic ids in ``files`` ((path, packets to read), in capture order), each
+    file read alone as ``naming_read`` reads a capture."""
+    naming = _naming_options(options)
+    names: dict[str, str] = {}
+    if naming is None:
+        return names
+    for path, packets in files:
+        try:
+            alone = replace(naming, packet_limits={path: packets})
+            found = _kept(_file_names, _KEPT_FILES, [path], alone, keeps, keeps_key)
+        except OSError:  # rotated away since the micro-batch was planned: it names nothing now
+            continue
+        for topic_id, name in found.items():
+            names.setdefault(topic_id, name)
+    return names
+
+
+def _naming_options(options: CaptureOptions) -> CaptureOptions | None:
+    apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
+    return replace(options, apis=apis, record_runs={}, issues_here=False) if apis else None
+
+
+def _kept(
+    store: OrderedDict[Hashable, dict[str, str]],
+    most: int,
+    paths: list[str],
+    naming: CaptureOptions,
+    keeps: Callable[[object], bool],
+    keeps_key: Hashable,
+) -> dict[str, str]:
     key = (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
-    found = _names.get(key)
+    found = store.get(key)
     if found is None:
-        found = _names[key] = first_names(ex for ex in read_with(list(paths), naming) if keeps(ex))
-        while len(_names) > _KEPT:
-            _names.popitem(last=False)
+        found = store[key] = first_names(ex for ex in read_with(paths, naming) if keeps(ex))
+        while len(store) > most:
+            store.popitem(last=False)
     else:
-        _names.move_to_end(key)
+        store.move_to_end(key)
     return found
 
 
@@ -53,10 +96,11 @@ def _identity(path: str) -> tuple[int, int]:
 
 
 def kept() -> int:
-    """How many captures' names this worker keeps."""
-    return len(_names)
+    """How many captures' (and a stream's earlier files') names this worker keeps."""
+    return len(_names) + len(_file_names)
 
 
 def forget() -> None:
     """Forget every capture's names (what a new worker process knows)."""
     _names.clear()
+    _file_names.clear()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from pyspark.sql.datasource import InputPartition
@@ -31,11 +31,14 @@ from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
 from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
-from .naming_pass import naming_read
+from .naming_pass import earlier_names, naming_read
 from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
+ANSWERED_LATE = (
+    "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
+)
 MAX_SPLITS_PER_FILE = 64
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
 
@@ -43,7 +46,8 @@ DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of
 class CapturePartition(InputPartition):
     """Files of one capture session (usually one file), one connection slice of them (with
     ``runs``, the only records of each file it reads), and for a stream the packets to read
-    (``limits``) and which rows are new (``emit``)."""
+    (``limits``), which rows are new (``emit``) and the session's files before those re-read
+    (``earlier``: (path, packets), for the topic names they give)."""
 
     def __init__(
         self,
@@ -54,11 +58,13 @@ class CapturePartition(InputPartition):
         emit: EmitRule | None = None,
         notice: str | None = None,
         runs: dict[str, RecordRuns] | None = None,
+        earlier: tuple[tuple[str, int], ...] = (),
     ):
         paths = (paths,) if isinstance(paths, str) else tuple(paths)
         super().__init__((paths, index, count))
         self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
         self.runs = runs or {}
+        self.earlier = earlier
         self.notice = notice  # instead of reading: one capture_error row saying this about the file
 
     @property
@@ -70,12 +76,17 @@ class CapturePartition(InputPartition):
 class EmitRule:
     """Which rows of a re-read are a micro-batch's own: those completed by a packet past
     ``new_from`` (packets already consumed, per file), and rows still open at the end whose
-    request went stale (no answer for the idle timeout) during this micro-batch."""
+    request went stale (no answer for the idle timeout) during this micro-batch.
+
+    A row the micro-batch before gave up (open at its end, and stale) is out already, as it
+    stood at that end (``previous_end_ns``); it comes again only with the answer that came since
+    (``answered_late``)."""
 
     new_from: dict
     stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
     stale_to_ns: int | None
     after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
+    previous_end_ns: int | None = None  # capture time of the last packet the micro-batch before read
 
     def wants(self, ex, paths) -> bool:
         if (
@@ -86,14 +97,34 @@ class EmitRule:
             return False  # its request was open at the flush, and was emitted then as unanswered
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
-            return (ex.completed_at & FILE_MASK) >= self.new_from.get(path, 0)
+            if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
+                return False
+            return not self._given_up_before(ex) or self.answered_late(ex)
         if self.stale_to_ns is None:
             return False
-        when = ex.request_time or ex.response_time
-        if when is None:
+        ns = _ns(ex.request_time or ex.response_time)
+        if ns is None:
             return True
-        ns = int(when.timestamp() * 1_000_000) * 1000
         return (self.stale_from_ns is None or ns >= self.stale_from_ns) and ns < self.stale_to_ns
+
+    def answered_late(self, ex) -> bool:
+        """Whether a row completed in this micro-batch is a request an earlier one gave up as
+        unanswered, answered since."""
+        answered = _ns(ex.response_time) if ex.request_time is not None else None
+        return (
+            answered is not None
+            and self.previous_end_ns is not None
+            and answered > self.previous_end_ns
+            and self._given_up_before(ex)
+        )
+
+    def _given_up_before(self, ex) -> bool:
+        ns = _ns(ex.request_time or ex.response_time)
+        return self.stale_from_ns is not None and ns is not None and ns < self.stale_from_ns
+
+
+def _ns(when) -> int | None:
+    return None if when is None else int(when.timestamp() * 1_000_000) * 1000
 
 
 def plan_partitions(
@@ -203,21 +234,15 @@ class PartitionReader:
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
-        if shared is not None and partition.emit is None:  # (a stream cannot see past its packets)
-            key = (o.view, o.mode, o.api_key, o.api_version)
-            names = TopicNames(partial(naming_read, paths, options, keeps, key), complete=not own_only)
-        else:
-            names = TopicNames()
+        names = TopicNames() if shared is None else self._topic_names(partition, options, keeps, not own_only)
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
         emit = partition.emit
         awaiting = AwaitingNames(names)
+        if emit is not None:
+            exchanges = _emitted(exchanges, emit, paths, names if records_view else None)
         for ex in exchanges:
-            if emit is not None and not emit.wants(ex, paths):
-                if records_view:
-                    names.learn(ex)  # topic ids named in the tail re-read still name later Fetches
-                continue
             if not keeps(ex):
                 continue
             if records_view:
@@ -230,6 +255,18 @@ class PartitionReader:
             else:
                 yield ex
         yield from awaiting.release()
+
+    def _topic_names(self, partition: CapturePartition, options: CaptureOptions, keeps, complete: bool) -> TopicNames:
+        """Where the names of topic ids this read's connections do not give come from: a read of
+        every connection of its capture, or for a stream (which cannot see past its packets) the
+        session's files before those it re-reads."""
+        o = self.options
+        key = (o.view, o.mode, o.api_key, o.api_version)
+        if partition.emit is None:
+            return TopicNames(partial(naming_read, partition.paths, options, keeps, key), complete=complete)
+        if partition.earlier:
+            return TopicNames(partial(earlier_names, partition.earlier, options, keeps, key), complete=False)
+        return TopicNames()
 
     def _keeps_exchange(self, ex) -> bool:
         """Whether the rows of this exchange (or of its records) are kept: of the requested
@@ -244,6 +281,19 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
+    """The exchanges of a micro-batch's re-read that are its own (``emit``); the others still
+    teach ``names`` the topic ids they name."""
+    for ex in exchanges:
+        if not emit.wants(ex, paths):
+            if names is not None:
+                names.learn(ex)
+            continue
+        if emit.answered_late(ex):
+            ex = replace(ex, note="; ".join(filter(None, (ex.note, ANSWERED_LATE))))
+        yield ex
 
 
 def notice_row(path: str, error: str) -> Exchange:

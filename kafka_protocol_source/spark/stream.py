@@ -15,7 +15,8 @@ new packets end is held (the next micro-batch re-reads it) until it has waited `
 of capture time, or the folder has had no new packet for ``quietTimeout`` of wall-clock time;
 then it is emitted once, as unanswered. So every exchange is emitted exactly once, in the micro-batch where
 it completes, across restarts too. A file being written is read up to its last whole packet and
-again as it grows.
+again as it grows. A records row whose topic id its re-read does not name takes the name the
+session's earlier files give (``naming_pass.earlier_names``); one given only later stays null.
 """
 
 from __future__ import annotations
@@ -144,13 +145,17 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
             emit: EmitRule | None = EmitRule(
-                new_from, *self._stale_window(start["end_ns"], end["end_ns"]), after_flush=start["end_ns"] == QUIET
+                new_from,
+                *self._stale_window(start["end_ns"], end["end_ns"]),
+                after_flush=start["end_ns"] == QUIET,
+                previous_end_ns=None if start["end_ns"] in (0, QUIET) else start["end_ns"],
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
             size = sum(s.size for s in files)
             count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
-            parts += [CapturePartition(paths, i, count, limits, emit) for i in range(count)]
+            earlier = tuple((s.path, _packets(after, s)) for s in chain[:tail_from])
+            parts += [CapturePartition(paths, i, count, limits, emit, earlier=earlier) for i in range(count)]
         return parts
 
     def _tail_start(self, chain: list[CaptureSummary], first_new: int) -> int:

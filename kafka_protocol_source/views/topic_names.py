@@ -13,7 +13,8 @@ reader reads every connection's naming responses. A reader of some connections o
 of a split read), and any reader holding more rows than ``HOLD_BUDGET``, instead looks ahead: it
 is handed (``TopicNames(elsewhere=...)``) a way to the ``first_names`` of a read of every
 connection, fetched at most once, and from then on names an id from them as soon as it meets it.
-A reader without that way (a stream, which cannot see past its packets) names what it has read.
+A stream's micro-batch cannot see past its packets: its way is back, to the names its capture
+session's earlier files give (``spark.naming_pass.earlier_names``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ started at its first Fetch by id, as five clients side by side, followed by a ne
 connection (the session's first Metadata connection, replayed later on a port of its own):
 nothing names the ids before the Fetches, the new client does after them. The records and lag
 views name those Fetches' topics as the whole session does, in one partition and split alike.
+A stream names them from its session's files before the tail it re-reads, too.
 """
 
 from __future__ import annotations
@@ -209,3 +210,50 @@ def test_a_stream_names_them_from_later_packets_of_its_micro_batch(spark, named_
     ).collect()
     batch = [r for r in _rows("records", named_later) if r["direction"] == "fetch"]
     assert row.fetched == len(batch) and row.unnamed == 0
+
+
+@pytest.fixture(scope="module")
+def named_earlier(tmp_path_factory) -> Path:
+    """A rotated capture: the session's first naming connection; 4 s later, the last second of
+    one of the five clients, as a client of its own; 2 s later, the five clients."""
+    folder = tmp_path_factory.mktemp("named_earlier")
+    _, port, broker_port = _session()
+    Cut(tuple(s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port))).write(folder / "0.pcap")
+    clients = _late_clients()
+    first = [s for s in clients if "10.0.0.2" in (s.src_ip, s.dst_ip)]
+    last_second = [s for s in first if s.timestamp_ns >= first[-1].timestamp_ns - 1_000_000_000]
+    shift = clients[0].timestamp_ns - 2_000_000_000 - last_second[-1].timestamp_ns
+    Cut(tuple(_as_client(last_second, broker_port, "10.0.9.2", shift))).write(folder / "1.pcap")
+    Cut(clients).write(folder / "2.pcap")
+    return folder
+
+
+def test_a_stream_names_them_from_files_before_the_tail_it_re_reads(spark, named_earlier, tmp_path):
+    """With a one-second idle timeout, the last file's micro-batch re-reads the file before it
+    alone, which does not name the ids; the first file does."""
+    naming_pass.forget()
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("view", "records")
+        .option("maxFilesPerTrigger", "1")
+        .option("idleTimeout", "1")
+        .option("quietTimeout", "1")
+        .load(str(named_earlier))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .format("memory")
+        .queryName("named_earlier_stream")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        time.sleep(1.5)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    batch = spark.read.format("kafka-wire").option("view", "records").load(str(named_earlier))
+    batch = batch.where("direction = 'fetch'").selectExpr("topic", "topic_id", "partition", "offset")
+    stream = spark.sql("SELECT topic, topic_id, partition, offset FROM named_earlier_stream WHERE direction = 'fetch'")
+    last = _fetched(_rows("records", named_earlier / "2.pcap"))
+    assert last and not any(topic for topic, _ in last.values())  # the last file alone names nothing
+    assert batch.where("topic IS NULL").count() == 0
+    assert sorted(map(tuple, stream.collect())) == sorted(map(tuple, batch.collect()))
