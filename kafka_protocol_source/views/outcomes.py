@@ -80,7 +80,7 @@ class ResponseErrorCodes:
     def _paths(self, api_key, api_version) -> tuple[FieldPaths, int] | None:
         """The paths, and the number of top-level fields a body of the spec has."""
         message = self.registry.response(api_key) if type(api_key) is int else None
-        if message is None or api_version not in message.valid_versions:
+        if message is None or type(api_version) is not int or api_version not in message.valid_versions:
             return None
         struct = self.registry.resolved(message.name, api_version)
         return field_paths(struct, _is_error_code), len(struct.fields) + len(struct.tagged)

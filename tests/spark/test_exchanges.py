@@ -8,6 +8,9 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, ShortType, StringType, StructField, StructType
 
+from kafka_protocol_source import read_capture
+
+from ..cuts import one_side, segments_of
 from .expected import SAMPLES, TANSU_CONFLUENT, TANSU_REJECTED, capture_names, exchanges
 
 
@@ -101,3 +104,19 @@ def test_error_responses_are_named_and_not_ok(spark):
     assert others
     for row in others:
         assert row.outcome == ("error_response" if row.status == "ok" and row.error_codes else row.status)
+
+
+def test_a_capture_of_the_brokers_side_alone_reads_with_versions_left_unknown(spark, tmp_path):
+    """Its responses are read by which api's layouts read them; some by an api whose versions read
+    them alike, the version left null. Those rows once crashed the view (error codes by version)."""
+    segments = segments_of(TANSU_CONFLUENT)
+    broker_port = next(e.broker_address for e in exchanges(TANSU_CONFLUENT)).rsplit(":", 1)[1]
+    path = one_side(segments, int(broker_port)).write(tmp_path / "brokers_side.pcap")
+    rows = spark.read.format("kafka-wire").load(str(path)).collect()
+    expected = list(read_capture(path))
+    assert Counter((r.api_key, r.api_version, r.status) for r in rows) == Counter(
+        (e.api_key, e.api_version, e.status) for e in expected
+    )
+    unknown = [r for r in rows if r.api_key is not None and r.api_version is None]
+    assert unknown and all(r.status == "request_missing" and r.response is not None for r in unknown)
+    assert {r.outcome for r in unknown} == {"request_missing"}
