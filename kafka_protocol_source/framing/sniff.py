@@ -179,7 +179,10 @@ def response_start_check(max_frame_size: int, pending_ids: Callable[[], Collecti
     Confirmed when the frames from it chain exactly to a packet boundary with correlation ids
     that count up by small steps or are ones ``pending_ids()`` waits for (a broker answers a
     connection's requests in order). A pending id alone proves nothing: small integers such as
-    1, 2, 3 fill response bodies.
+    1, 2, 3 fill response bodies. But a packet that starts with a plausible size and an id a
+    captured request waits for is that request's answer (brokers start a response at a packet
+    start), even before the bytes that would chain it have come: else a span its records claim
+    could hold bytes that chain by chance, and the answer be skipped for them.
     """
 
     def first(buf, pos: int):
@@ -203,7 +206,10 @@ def response_start_check(max_frame_size: int, pending_ids: Callable[[], Collecti
                 return nxt
             return False
 
-        return _chain(buf, pos, final, boundary, lambda b, p: head, following)
+        verdict = _chain(buf, pos, final, boundary, lambda b, p: head, following)
+        if verdict == MAYBE and head and head.pending and boundary(pos):
+            return CONFIRMED
+        return verdict
 
     return check
 

@@ -355,3 +355,40 @@ def _exchange(e) -> tuple:
 
 def _topics(fetch_response: dict) -> set[str]:
     return {topic["topic"] for topic in fetch_response.get("responses") or () if topic.get("topic")}
+
+
+def _direction_bytes(segments, src_port: int, dst_port: int) -> bytes:
+    ordered = sorted((s for s in segments if (s.src_port, s.dst_port) == (src_port, dst_port)), key=lambda s: s.seq)
+    return b"".join(s.payload for s in ordered)
+
+
+def _a_fetch_with_records() -> tuple[bytes, bytes]:
+    """The confluent sample's first Fetch request and its response (which holds records), each
+    without its size prefix."""
+    s = next(s for s in samples() if s.name == "tansu_confluent_kafka_all_codecs")
+    fetch = next(
+        e for e in read_capture(s.path, ports=[s.broker_port]) if e.api_name == "Fetch" and _records_in(e.response)
+    )
+    segments = segments_of(s.path)
+    client, broker = (int(a.rsplit(":", 1)[1]) for a in (fetch.client_address, fetch.broker_address))
+    start, size = fetch.request_span
+    request = _direction_bytes(segments, client, broker)[start + 4 : start + size]
+    start, size = fetch.response_span
+    response = _direction_bytes(segments, broker, client)[start + 4 : start + size]
+    return request, response
+
+
+def test_joined_without_syn_a_response_in_many_packets_pairs_with_its_request_whatever_their_size(tmp_path):
+    """The response's first packet starts with an id its captured request waits for: that is its
+    start, though bytes inside the span its records claim happen to chain to a packet boundary."""
+    request, response = _a_fetch_with_records()
+    (correlation_id,) = struct.unpack_from(">i", response)
+    wrong = []
+    for mss in range(100, 1501, 15):
+        c = Conversation(handshake=False)
+        c.request(request)
+        c.response(response, pieces=-(-(len(response) + 4) // mss))
+        rows = run(tmp_path, c.pcap(), ports=[9092])
+        if [(e.status, e.correlation_id) for e in rows] != [("ok", correlation_id)]:
+            wrong.append((mss, [(e.status, e.correlation_id) for e in rows]))
+    assert wrong == []
