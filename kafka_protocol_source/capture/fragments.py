@@ -1,7 +1,8 @@
 """IP fragment reassembly, bounded in count and in capture time.
 
 Owns: collecting IPv4 fragments keyed by (src, dst, id, proto) and IPv6 fragments keyed by
-(src, dst, id) until a datagram is whole, first-seen bytes winning where fragments overlap.
+(src, dst, id) until a datagram is whole, first-seen bytes winning where fragments overlap; a
+fragment that repeats one of a datagram already whole, bytes and all, is a duplicate.
 Datagrams that time out, are evicted by the group cap, or are still open at the end of the capture
 become `fragment_incomplete` issues. Does not parse what the datagram carries (see `decode`).
 """
@@ -25,7 +26,9 @@ class _Group:
         self.first_offset = offset
         self.nbytes = 0
         self.poisoned = False
-        # After completion: the (offset, length) of its fragments, so duplicates are absorbed.
+        # After completion: the (offset, hash of the bytes) of its fragments, so that duplicates
+        # are absorbed and a datagram reusing the id (devices that send id 0, ids that wrap
+        # within the timeout) is not taken for them.
         self.done: frozenset | None = None
 
 
@@ -84,7 +87,7 @@ class FragmentReassembler:
         """Add one fragment; return (datagram payload, upper protocol) once the datagram is whole."""
         g = self._group(key, ts, index, offset)
         if g.done is not None:
-            if (frag_offset, len(payload)) in g.done:
+            if (frag_offset, hash(payload)) in g.done:
                 return None  # a duplicate of a fragment of a datagram already delivered
             del self._groups[key]  # the id was reused for a new datagram
             g = self._group(key, ts, index, offset)
@@ -118,7 +121,7 @@ class FragmentReassembler:
             n = min(len(p), total - o)
             if n > 0:
                 buf[o : o + n] = p[:n]
-        g.done = frozenset((o, len(p)) for o, p in g.pieces)
+        g.done = frozenset((o, hash(p)) for o, p in g.pieces)
         g.pieces = []
         return bytes(buf), g.proto
 

@@ -129,6 +129,17 @@ def test_ipv4_fragments_reassembled_in_any_order(order):
     assert s.payload == bytes(range(200)) and s.seq == 77 and not issues(items)
 
 
+def test_a_datagram_reusing_the_id_of_one_already_whole_is_reassembled_too():
+    """Devices that send every datagram with id 0, and ids that wrap within the fragment timeout,
+    make fragments of the same offsets and sizes under one id: not duplicates unless the bytes are."""
+    first = b.ipv4_fragments(A, B, b.tcp(5, 6, 77, payload=b"a" * 200), ident=0, size=80)
+    second = b.ipv4_fragments(A, B, b.tcp(5, 6, 277, payload=b"b" * 200), ident=0, size=80)
+    frames = [*first, first[1], *second, second[2]]  # each with a duplicate of one fragment
+    items = read(b.pcap([(T0 + i, b.ether(f)) for i, f in enumerate(frames)]))
+    assert [(s.seq, s.payload) for s in segments(items)] == [(77, b"a" * 200), (277, b"b" * 200)]
+    assert not issues(items)
+
+
 def test_ipv6_fragments_reassembled():
     tcp = b.tcp(5, 6, 77, payload=b"six" * 50)
     frags = b.ipv6_fragments("2001:db8::1", "2001:db8::2", tcp, ident=99, size=64)
