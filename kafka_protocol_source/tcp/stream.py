@@ -76,6 +76,8 @@ class DirectionStream:
         "end_seq",
         "isn",
         "offset",
+        "peer_ack",
+        "reset_end",
     )
 
     def __init__(
@@ -93,6 +95,8 @@ class DirectionStream:
         self.cap = cap
         # The sequence number of the sender's FIN (or RST), before which its bytes end.
         self.end_seq: int | None = None
+        self.reset_end = False  # end_seq is a RST's: a FIN after it says where the bytes end instead
+        self.peer_ack: int | None = None  # the last acknowledgment number the receiver sent
         # The offset delivery stopped at when a hole before it was first acknowledged, and the
         # packet index then (see REORDER_WINDOW).
         self._stuck_at, self._stuck_since = -1, 0
@@ -303,9 +307,17 @@ class DirectionStream:
     def ended(self, seq: int, always: bool = False) -> None:
         """The sender's FIN (or, `always`, RST): its bytes end before `seq` (its own sequence
         number; a RST after the FIN comes one later, as the FIN takes one). A FIN that comes
-        after every byte before it (the usual) is not kept: nothing is to come."""
-        if self.end_seq is None and (always or self.base_seq is None or (self.base_seq + self.offset) & _MASK != seq):
-            self.end_seq = seq
+        after every byte before it (the usual) is not kept: nothing is to come. A FIN after a
+        RST (a reset the endpoints ignored: out of their window, or a middlebox's) replaces it."""
+        if always:
+            if self.end_seq is None:
+                self.end_seq, self.reset_end = seq, True
+            return
+        if self.end_seq is not None and not self.reset_end:
+            return
+        self.reset_end = False
+        at_next = self.base_seq is not None and (self.base_seq + self.offset) & _MASK == seq
+        self.end_seq = None if at_next else seq
 
     def _end(self) -> int | None:
         """The stream offset the sender's FIN or RST says its bytes end at, where that is
@@ -351,10 +363,14 @@ class DirectionStream:
 
     def close(self, out: list, ts: int) -> None:
         """The connection is over: deliver everything buffered (holes as gaps), then account for
-        the bytes the sender's FIN says it sent that never came, as a gap at `ts`."""
+        the bytes the sender's FIN says it sent that never came, as a gap at `ts`. A RST's
+        sequence number proves less (a reset out of the receiver's window is ignored by it): when
+        the receiver's acknowledgments were captured, only bytes they cover are missing."""
         if self._pieces:
             self.flush(out)
         end = self._end() if self.end_seq is not None else None
+        if end is not None and self.reset_end and self.peer_ack is not None:
+            end = min(end, max(self.offset, self.offset_of(self.peer_ack)))
         if end is not None and end > self.offset:
             out.append(StreamGap(self.conn, self.direction, self.offset, end - self.offset, ts, "missing"))
             self.offset = end

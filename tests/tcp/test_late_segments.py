@@ -144,6 +144,46 @@ def test_bytes_further_past_a_senders_rst_are_a_new_connection():
     assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["reset", "end_of_capture"]
 
 
+def test_a_rst_ahead_of_its_senders_bytes_that_a_fin_follows_says_nothing_is_missing():
+    """A reset its endpoints ignored (out of the receiver's window, or a middlebox's guess): the
+    sender goes on and ends with a FIN, which says where its bytes end."""
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"requ"),
+                seg(1104, flags=RST),
+                seg(104, b"est"),
+                seg(500, b"ok", src=S, dst=C, ack=107),
+                seg(107, flags=FIN | ACK, ack=502),
+                seg(502, flags=FIN | ACK, src=S, dst=C, ack=108),
+            ]
+        )
+    )
+    assert stream_of(ev) == [b"requ", b"est"] and joined(ev, S) == b"ok"
+    assert [e.detail for e in ev if isinstance(e, FlowEvent) and e.kind == "close"] == ["fin"]
+
+
+def test_a_rst_far_ahead_of_what_the_receiver_acknowledged_says_nothing_is_missing():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"requ"),
+                seg(100_104, flags=RST),
+                seg(104, b"est"),
+                seg(500, b"ok", src=S, dst=C, ack=107),
+            ]
+        )
+    )
+    assert stream_of(ev) == [b"requ", b"est"] and not any(isinstance(e, StreamGap) for e in ev)
+
+
+def test_bytes_a_receiver_acknowledged_before_a_rst_are_missing_if_not_captured():
+    ev = run(numbered([*HANDSHAKE, seg(100, b"requ"), seg(500, b"ok", src=S, dst=C, ack=110), seg(110, flags=RST)]))
+    assert stream_of(ev) == [b"requ", ("gap", 4, 6, "missing")]
+
+
 def test_the_peers_bytes_in_flight_when_a_rst_is_sent_are_read():
     ev = run(
         numbered(
