@@ -81,6 +81,7 @@ class Pairer:
         self.unwanted: set[int] = set()
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
+        self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
 
     def pending_ids(self):
         return self.pending.keys()
@@ -346,6 +347,7 @@ class Pairer:
         if is_request:
             self._emit(GAP, frame, None, error=error, request_size=skip.length, request_span=span)
         else:
+            self.broker_gap = (skip.first_ns, error)
             self._emit(
                 GAP, None, None, response_frame=frame, error=error, response_size=skip.length, response_span=span
             )
@@ -356,11 +358,22 @@ class Pairer:
         while self.orphans:
             self._missing(self.orphans.popitem(last=False)[1])
         for pending in list(self.pending.values()):
-            self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, pending.error or why)
+            error = pending.error or why + self._maybe_lost(pending)
+            self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, error)
         self.pending.clear()
         while self.sasl_tokens:
             self._emit_sasl(self.sasl_tokens.popleft(), None)
         return self._completed()
+
+    def _maybe_lost(self, pending: Pending) -> str:
+        """Where an unanswered request's response may have gone: a gap of the broker side after it."""
+        if self.broker_gap is None:
+            return ""
+        gap_ns, what = self.broker_gap
+        sent_ns = pending.frame.first_ns
+        if gap_ns is not None and sent_ns is not None and gap_ns < sent_ns:
+            return ""
+        return f"; its response may be in a gap of the broker side after it ({what})"
 
     # -- building exchanges -----------------------------------------------------------
 

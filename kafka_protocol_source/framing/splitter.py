@@ -29,6 +29,11 @@ from .sniff import CONFIRMED, MAYBE, CutStart, StartCheck, first_confirmed
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # larger claimed sizes are framing errors (the maxFrameSize option)
 _COMPACT_AT = 1 << 16
+_LOST = {  # what the tcp stage's gap reasons say
+    "missing": "missing from the capture",
+    "snaplen_cut": "cut off by the capture (its snaplen, or the file's end)",
+    "overflow": "given up: more bytes out of order than the buffer holds",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ class DirectionFramer:
         if not self.in_sync and self.cut is None and self.cut_start is not None:
             self._cut_from_candidate(offset + length, out)
         out += self._drain(final=True)
-        missing = f"{length} bytes missing from the capture ({reason})"
+        missing = f"{length} bytes {_LOST.get(reason) or f'missing from the capture ({reason})'}"
         if self._cut_through_gap(offset + length, missing, out):
             return out
         cut = self._cut_pending(missing)

@@ -392,3 +392,19 @@ def test_joined_without_syn_a_response_in_many_packets_pairs_with_its_request_wh
         if [(e.status, e.correlation_id) for e in rows] != [("ok", correlation_id)]:
             wrong.append((mss, [(e.status, e.correlation_id) for e in rows]))
     assert wrong == []
+
+
+def test_a_request_whose_response_a_gap_took_says_so(tmp_path):
+    """Brokers answer in order: a request left unanswered when a later one was answered after a
+    gap of the broker side had its response in the gap, and its row points there."""
+    c = Conversation()
+    for i in range(1, 4):
+        c.request(metadata_v1_request(i))
+        c.response(metadata_v1_response(i))
+    lost = next(i for i, s in enumerate(c.segments) if s[1] == c.broker and s[6] and b"\x00\x00\x00\x02" in s[6][:8])
+    rows = run(tmp_path, c.pcap(drop=(lost,)), ports=[9092])
+    [unanswered] = [e for e in rows if e.status == "unanswered"]
+    assert unanswered.correlation_id == 2
+    assert "may be in a gap of the broker side after it" in unanswered.error
+    assert "bytes missing from the capture at stream offset" in unanswered.error
+    assert [e.correlation_id for e in rows if e.status == "ok"] == [1, 3]
