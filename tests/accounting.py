@@ -24,7 +24,7 @@ import itertools
 from collections import defaultdict
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.capture import SYN, CaptureError, TcpSegment, read_packets
+from kafka_protocol_source.capture import RST, SYN, CaptureError, TcpSegment, read_packets
 from kafka_protocol_source.capture.source import detect_format
 from kafka_protocol_source.framing.connection import address
 from kafka_protocol_source.framing.context import DEFAULT_PORTS
@@ -91,8 +91,8 @@ def payload_coverage(path) -> dict[str, int]:
     spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
     last: dict[str, int] = {}
     for seg in _until_error(read_packets(path)):
-        if type(seg) is not TcpSegment or not seg.payload:
-            continue
+        if type(seg) is not TcpSegment or not seg.payload or seg.flags & RST:
+            continue  # (a RST's payload is not stream data)
         key = _direction(seg.src_ip, seg.src_port, seg.dst_ip, seg.dst_port)
         seq = (seg.seq + 1) & 0xFFFFFFFF if seg.flags & SYN else seg.seq
         before = last.get(key, seq)

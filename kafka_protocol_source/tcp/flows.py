@@ -150,15 +150,15 @@ class _Table:
             stream.syn(seq)
             if conn.initiator is None:
                 conn.initiator = streams[dst if flags & ACK else src].direction
-        if payload or missing:
+        # (a RST's payload, diagnostic text at most, is not the stream's: RFC 1122 4.2.2.12)
+        if (payload or missing) and not flags & RST:
             if conn.closing is not None:
                 conn, stream = self._after_end(four, conn, src, seg, out)
             seq = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq  # a SYN's data (TCP Fast Open): after the ISN
             if not stream.add(seq, payload, missing, ts, index, out):
                 out.append(self._overflow(conn, stream, ts))
-        if flags & (RST | FIN) and self._ended(
-            four, conn, src, stream, flags, seq + len(payload) + missing, ts, index, out
-        ):
+        size = len(payload) + missing
+        if flags & (RST | FIN) and self._ended(four, conn, src, stream, flags, seq, size, ts, index, out):
             return out
         closing = conn.closing
         if closing is not None and closing[2] == "fin" and not _waits(conn):
@@ -202,14 +202,16 @@ class _Table:
         src: tuple,
         stream: DirectionStream,
         flags: int,
-        end: int,
+        seq: int,
+        size: int,
         ts: int,
         index: int,
         out: list,
     ) -> bool:
-        """A RST, or a FIN (its bytes end before ``end``): its flow event, and the close it may
-        bring; True once the connection's close is decided (done, or waiting for bytes)."""
-        end &= 0xFFFFFFFF
+        """A RST, or a FIN (its bytes end before ``seq`` + ``size``, the segment's payload, which
+        a RST's is not): its flow event, and the close it may bring; True once the connection's
+        close is decided (done, or waiting for bytes)."""
+        end = (seq if flags & RST else seq + size) & 0xFFFFFFFF
         if flags & RST:
             if conn.closing is not None and conn.closing[2] == "reset":
                 return False

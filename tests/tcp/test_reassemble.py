@@ -220,3 +220,10 @@ def test_a_new_connection_on_the_same_ports_after_copies_is_still_new():
         (1, b"request"),
         (1, b"response"),
     ]
+
+
+def test_a_rsts_payload_is_not_the_streams():
+    """A RST may carry text that says why (RFC 1122 4.2.2.12); receivers do not deliver it. Here
+    the endpoints ignored the reset, and the real bytes at its sequence number follow."""
+    ev = run([seg(10, flags=SYN), seg(11, b"ab"), seg(13, b"connection reset by peer", flags=RST), seg(13, b"cd")])
+    assert stream_of(ev) == [b"ab", b"cd"]
