@@ -6,7 +6,8 @@
     kafka-wire --version
 
 Usage mistakes end the command with one line and exit code 2, and a misspelled flag is
-answered with the closest one.
+answered with the closest one. A sub-command's options may come before, between or after its
+paths and queries.
 """
 
 from __future__ import annotations
@@ -38,6 +39,30 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class SubcommandParser(OneLineParser):
+    """A sub-command: options and positionals intermixed, its own unknown flags reported with its own help.
+
+    argparse gives a ``nargs="+"`` positional only the arguments before the first option, so
+    ``sql a.pcap --ports 9093 "SELECT 1"`` would leave the query over; intermixed parsing reads the
+    options first and then the positionals. ``parse_known_intermixed_args`` calls
+    ``parse_known_args`` itself, hence the guard.
+    """
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            parsed, extras = self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
     """Every flag of ``parser`` and its sub-commands (the top parser reports their unknown flags)."""
     flags: set[str] = set()
@@ -59,7 +84,7 @@ def version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kafka-wire", description="Kafka traffic in packet captures, as tables.")
     parser.add_argument("--version", action="version", version=f"kafka-wire {version()}")
-    common = OneLineParser(add_help=False)
+    common = SubcommandParser(add_help=False)  # parents share the class of the parsers they shape
     common.add_argument("--ports", default="9092", help="broker ports, comma-separated (default 9092)")
     common.add_argument(
         "--specs",
@@ -84,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no progress line on stderr (it is shown only when stderr is a terminal)",
     )
-    results = OneLineParser(add_help=False)
+    results = SubcommandParser(add_help=False)
     results.add_argument(
         "--format", choices=FORMATS, help="how to print results: table (default), csv or json (JSON lines)"
     )
@@ -96,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"table format: show at most N rows, then say how many were left out (default {DEFAULT_MAX_ROWS}; 0: all)",
     )
 
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     report = sub.add_parser("report", parents=[common], help="print a traffic summary of the captures")
     report.add_argument("paths", nargs="+", help=PATHS_HELP)
     report.add_argument("--top", type=int, default=10, help="how many topics to list")

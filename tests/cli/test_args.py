@@ -49,9 +49,23 @@ def test_bad_flags_exit_2_with_the_closest_flag(capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert (
-        err.strip() == "kafka-wire: unrecognized arguments: --fromat csv (did you mean --format?) "
-        "(see kafka-wire --help)"
+        err.strip() == "kafka-wire sql: unrecognized arguments: --fromat csv (did you mean --format?) "
+        "(see kafka-wire sql --help)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "paths", "queries"),
+    [
+        (["sql", "a/", "--ports", "9093", "SELECT count(*) FROM t"], ["a/"], ["SELECT count(*) FROM t"]),
+        (["sql", "--ports", "9093", "a/", "SELECT 1", "--format", "csv", "SELECT 2"], ["a/"], ["SELECT 1", "SELECT 2"]),
+        (["report", "a.pcap", "--ports", "9093", "b.pcap"], ["a.pcap", "b.pcap"], []),
+        (["shell", "a.pcap", "--ports", "9093", "b.pcap"], ["a.pcap", "b.pcap"], []),
+    ],
+)
+def test_options_may_come_between_paths_and_queries(argv, paths, queries):
+    command = parse_command(argv)
+    assert (command.paths, command.queries, command.options["ports"]) == (paths, queries, "9093")
 
 
 def test_version(capsys):

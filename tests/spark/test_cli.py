@@ -61,13 +61,13 @@ def commands(out_dir):
         "sql": run(
             "sql",
             str(TANSU_CONFLUENT),
+            "--specs",  # options may stand between the paths and the queries
+            str(KRAMMAR),
             SQL,
             "SELECT api_name, correlation_id, error_codes, error_names, outcome, request FROM exchanges",
             "SELECT * FROM records",
             "SELECT * FROM exchanges",
             "SELECT api_name, correlation_id FROM exchanges ORDER BY api_name, correlation_id",
-            "--specs",
-            str(KRAMMAR),
             "--max-rows",
             "5",
             "--output",
@@ -238,7 +238,7 @@ def test_a_file_that_is_not_a_capture_exits_3(commands, out_dir):
         ),
         (
             ["sql", str(TANSU_CONFLUENT), "SELECT 1", "--prots", "9092"],
-            "kafka-wire: unrecognized arguments: --prots 9092 (did you mean --ports?) (see kafka-wire --help)",
+            "kafka-wire sql: unrecognized arguments: --prots 9092 (did you mean --ports?) (see kafka-wire sql --help)",
         ),
         (
             ["sql", "no/such/capture.pcap", "SELECT 1"],
