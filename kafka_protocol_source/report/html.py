@@ -16,6 +16,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from ..views.exchanges import ERROR_RESPONSE
 from .cells import cell_text, duration, utc_time
 from .compute import ReportData, compute_report
 from .queries import FINE_OUTCOMES, QUERIES
@@ -78,7 +79,7 @@ def render_html(data: ReportData, *, title: str = "kafka-wire report") -> str:
     )
     outcomes_note = (
         f'<p class="note">ok: answered without an error code; fine as well: '
-        f"{', '.join(FINE_OUTCOMES[1:])}. ok_with_errors: a response that decoded but carries "
+        f"{', '.join(FINE_OUTCOMES[1:])}. {ERROR_RESPONSE}: a response that decoded but carries "
         "a non-zero error code.</p>"
     )
     body = [

@@ -129,7 +129,7 @@ def test_refused_and_malformed_exchanges_count_as_not_ok(expected):
     refused_requests = len({r["codec"] for r in produced[1] if r.get("error")})  # one producer, one Produce per codec
     r = expected.results
     outcomes = {row["outcome"]: row["exchanges"] for row in r["outcomes"]}
-    assert outcomes["ok_with_errors"] == refused_requests == 4
+    assert outcomes["error_response"] == refused_requests == 4
     # the mock's 13 UNSUPPORTED_VERSION answers are among its 25 malformed ApiVersions/Metadata answers
     assert outcomes["malformed"] == 25
     errors = {row["name"]: row["exchanges"] for row in r["errors"]}
