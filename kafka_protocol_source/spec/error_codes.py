@@ -138,3 +138,9 @@ ERROR_NAMES: dict[int, str] = {
 
 def error_name(code: int) -> str:
     return ERROR_NAMES.get(code, f"UNKNOWN_{code}")
+
+
+def reported_error(code: int | None) -> str | None:
+    """The name of the error a response reports, or None when it reports none (code 0, or no code):
+    every view's ``error_name`` / ``error`` column is null for "no error", so ``IS NOT NULL`` finds errors."""
+    return error_name(code) if code else None

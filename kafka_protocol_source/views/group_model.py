@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ..spec.error_codes import error_name
+from ..spec.error_codes import reported_error
 from .topic_names import TopicNames
 
 GROUP_COLUMNS = (
@@ -128,7 +128,7 @@ class Generation:
                 "api_name": ex.api_name,
                 "member_id": member_id,
                 "client_id": ex.client_id,
-                "error": error_name(code) if code is not None else None,
+                "error": reported_error(code),
             }
         )
 
@@ -166,7 +166,7 @@ class Generation:
         start, end = self.rebalance_start, self.rebalance_end
         errors = []
         for s in self.steps:
-            if s["error"] not in (None, "NONE") and s["error"] not in errors:
+            if s["error"] is not None and s["error"] not in errors:
                 errors.append(s["error"])
         return {
             "capture_file": self.capture_file,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..spec.error_codes import error_name
+from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID, AwaitingNames, TopicNames
 
 FETCH = 1
@@ -113,7 +113,7 @@ class LagBuilder:
             else None,
             records=sum(len(b.get("records") or ()) for b in p.get("records") or ()),
             error_code=code,
-            error_name=error_name(code) if code is not None else None,
+            error_name=reported_error(code),
         )
         if name is None:
             row["topic"] = self.names.name(topic_id)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from ..spec.api_keys import FETCH, PRODUCE
-from ..spec.error_codes import error_name
+from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID as _ZERO_UUID
 from .topic_names import TopicNames
 
@@ -112,7 +112,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
     no response was captured. Produced records get the log offsets the broker assigned (its base
     offset plus the record's delta) when it accepted them; records it refused name its error."""
     error, log_base = answer if answer is not None else (None, None)
-    error_name_ = error_name(error) if error else None
+    error_name_ = reported_error(error)
     assigned = direction == "fetch" or (error == 0 and log_base is not None and log_base >= 0)
     shift = 0
     if assigned and direction == "produce":

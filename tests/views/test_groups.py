@@ -129,7 +129,7 @@ def test_the_rebalance_is_the_join_and_sync_exchanges_tshark_sees(name):
     decoded = [p for p in join_answers if p[3] is not None]  # tshark 4.0 reads JoinGroup up to v5
     if decoded:
         assert [s["error"] for s in steps] == [
-            ("MEMBER_ID_REQUIRED" if p[3] == MEMBER_ID_REQUIRED else "NONE") for p in decoded
+            ("MEMBER_ID_REQUIRED" if p[3] == MEMBER_ID_REQUIRED else None) for p in decoded
         ]
         assert row["generation_id"] == decoded[-1][4]
 

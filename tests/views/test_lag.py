@@ -44,7 +44,12 @@ def test_the_high_watermark_is_one_past_the_last_offset_the_producers_were_given
         offsets = acked.get(key, [])
         assert sorted(offsets) == list(range(len(offsets)))  # the log starts at 0 and has no holes
         assert {r["high_watermark"] for r in fetches} == {len(offsets)}
-        assert all(r["log_start_offset"] in (None, 0) and r["error_name"] == "NONE" for r in fetches)
+        assert all(r["log_start_offset"] in (None, 0) and r["error_code"] == 0 for r in fetches)
+
+
+@pytest.mark.parametrize("name", CONSUMER_SAMPLES)
+def test_no_error_is_a_null_error_name_as_in_the_records_view(name):
+    assert {(r["error_code"], r["error_name"]) for r in rows(name)} == {(0, None)}
 
 
 @pytest.mark.parametrize("name", CONSUMER_SAMPLES)
