@@ -14,7 +14,7 @@ import time
 import traceback
 
 from .args import Command, parse_command
-from .errors import FAILED, NO_KAFKA, OK, USAGE, UsageError, describe
+from .errors import FAILED, NO_KAFKA, OK, STDOUT_CLOSED, USAGE, UsageError, describe
 from .output import write
 from .progress import InputSize, NoProgress, ProgressPrinter, spark_stages
 from .report import print_report
@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         return _run(spark, command, files, progress)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _drop_stdout()
+        return STDOUT_CLOSED
     except Exception as e:  # noqa: BLE001 - every failure ends as one line and an exit code
         failure = describe(e)
         progress.stop()
@@ -146,6 +149,14 @@ def _use_utc() -> None:
     """PySpark hands timestamps over as naive datetimes in the process's time zone: make it UTC."""
     os.environ["TZ"] = "UTC"
     time.tzset()
+
+
+def _drop_stdout() -> None:
+    """Nothing reads stdout any more: what is left in its buffer goes to /dev/null, so that the
+    interpreter's flush at exit does not print a BrokenPipeError of its own."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _fail(message: str) -> None:

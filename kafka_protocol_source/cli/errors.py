@@ -14,6 +14,7 @@ OK = 0
 FAILED = 1  # the read or the query failed (FAILFAST, I/O, Spark) or something unexpected happened
 USAGE = 2  # a bad command line, option, path or query
 NO_KAFKA = 3  # the input held no Kafka exchange at all
+STDOUT_CLOSED = 141  # whoever read stdout stopped (``| head``): 128 + SIGPIPE, as for a filter that signal ended
 
 # Python data sources' errors reach us as Spark's text around a Python traceback
 _PYTHON_ERROR_CLASSES = ("PYTHON_DATA_SOURCE_ERROR", "PYTHON_EXCEPTION")

@@ -46,6 +46,8 @@ def run_shell(spark, stdin, stdout, stderr, fmt: str, max_rows: int, progress, q
             continue
         try:
             write(spark.sql(query), Destination(fmt), stdout, max_rows, quiet)
+        except BrokenPipeError:
+            raise  # nothing reads the results any more: no later query is either
         except Exception as e:  # noqa: BLE001 - one line per failed query, then the next one
             failure = describe(e)
             with progress.paused():

@@ -10,6 +10,7 @@ stderr free of Spark's log. Mistakes found before Spark starts are checked witho
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -20,6 +21,9 @@ from collections import Counter
 import pytest
 
 from kafka_protocol_source.cli import REPORT_QUERIES
+from kafka_protocol_source.cli.errors import STDOUT_CLOSED
+from kafka_protocol_source.cli.progress import NoProgress
+from kafka_protocol_source.cli.shell import run_shell
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 
 from .expected import MOCK_CONFLUENT, TANSU_CONFLUENT, TANSU_REJECTED, exchanges
@@ -207,6 +211,35 @@ def test_failfast_is_one_line_and_exit_code_1(commands):
         r"mock_confluent_kafka_all_codecs_any_sll2.pcap: packet \d+, .*\n",
         result.stderr,
     )
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """``kafka-wire sql ... | head -1``: here the pipe is closed before any result is written."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    args = ["sql", str(TANSU_CONFLUENT), "SELECT * FROM exchanges", "--format", "json", "--master", "local[1]"]
+    with subprocess.Popen(
+        [sys.executable, "-m", "kafka_protocol_source.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as command:
+        command.stdout.close()
+        stderr = command.stderr.read()
+        code = command.wait(timeout=300)
+    assert (code, stderr) == (STDOUT_CLOSED, "")
+
+
+class ClosedPipe(io.StringIO):
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_the_shell_stops_reading_queries_when_its_results_have_no_reader(spark):
+    stdin, stderr = io.StringIO("SELECT 1 AS x\nSELECT 2 AS x\n"), io.StringIO()
+    with pytest.raises(BrokenPipeError):
+        run_shell(spark, stdin, ClosedPipe(), stderr, "json", 10, NoProgress())
+    assert (stderr.getvalue(), stdin.readline()) == ("", "SELECT 2 AS x\n")
 
 
 def test_verbose_gives_spark_its_log_back(commands):
