@@ -7,7 +7,7 @@ exchange belongs to which generation is ``groups`` (classic) and ``group_epochs`
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..spec.error_codes import reported_error
 from .topic_names import TopicNames
@@ -181,7 +181,7 @@ class Generation:
             "member_count": len(members),
             "rebalance_start": start,
             "rebalance_end": end,
-            "rebalance_ms": (end - start).total_seconds() * 1000 if start and end else None,
+            "rebalance_ms": milliseconds(end - start) if start and end else None,
             "joins": sum(1 for s in self.steps if s["api_name"] in ("JoinGroup", "ConsumerGroupHeartbeat")),
             "rebalance_steps": list(self.steps),
             "rebalance_errors": errors,
@@ -198,3 +198,9 @@ class Generation:
             "ended_time": self.ended_time,
             "ended_member": self.ended_member,
         }
+
+
+def milliseconds(span: timedelta) -> float:
+    """A span in milliseconds from its whole microseconds, as ``latency_ms`` is from whole nanoseconds:
+    ``total_seconds() * 1000`` gives 3005.3399999999997 for 3005.34."""
+    return (span // timedelta(microseconds=1)) / 1e3
