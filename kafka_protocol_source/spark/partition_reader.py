@@ -351,12 +351,12 @@ def _of_requested_version(ex, options: ReadOptions) -> bool:
 
 
 def _failfast_message(ex) -> str:
-    where = [f"packet {ex.request_packet if ex.request_packet is not None else ex.response_packet}"]
+    """The file, where in it as far as that is known (a gap has no packet), and what went wrong."""
+    packet = ex.request_packet if ex.request_packet is not None else ex.response_packet
+    where = [f"packet {packet}"] if packet is not None else []
     if ex.stream_offset is not None:
         where.append(f"stream byte {ex.stream_offset}")
     if ex.connection_id:
         where.append(f"connection {ex.connection_id}")
-    return (
-        f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: {', '.join(where)}: "
-        f"{ex.status}: {ex.error}"
-    )
+    place = ": ".join([str(ex.capture_file), ", ".join(where)] if where else [str(ex.capture_file)])
+    return f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {place}: {ex.status}: {ex.error}"

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from chispa import assert_df_equality
+
+from kafka_protocol_source.spark.partition_reader import _failfast_message
 
 from .expected import TANSU_AIOKAFKA_PCAPNG, TANSU_CONFLUENT, exchanges
 
@@ -125,6 +128,19 @@ def test_failfast_raises_naming_file_and_position(spark, corrupted):
     assert "MALFORMED_RECORD_IN_PARSING" in message and "FAILFAST" in message
     assert str(path) in message
     assert f"packet {victim.request_packet}" in message and f"stream byte {victim.stream_offset}" in message
+
+
+def test_failfast_names_only_the_positions_it_knows():
+    ex = exchanges(TANSU_CONFLUENT)[0]
+    gap = replace(ex, request_packet=None, response_packet=None, stream_offset=39690, status="gap", error="missing")
+    assert _failfast_message(gap) == (
+        f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: "
+        f"stream byte 39690, connection {ex.connection_id}: gap: missing"
+    )
+    nowhere = replace(gap, stream_offset=None, connection_id=None, status="capture_error", error="truncated")
+    assert _failfast_message(nowhere) == (
+        f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: capture_error: truncated"
+    )
 
 
 def _broken_captures(folder):
