@@ -5,7 +5,8 @@
     kafka-wire shell PATH...
 
 Each registers the views ``exchanges`` (one row per exchange; ``traffic`` is the same view under
-its old name) and ``records`` (one row per record produced or fetched).
+its old name), ``records`` (one row per record produced or fetched), ``connections``, ``groups``
+and ``lag``.
 """
 
 from .app import main

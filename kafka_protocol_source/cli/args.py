@@ -21,6 +21,7 @@ from importlib import metadata
 
 from .errors import USAGE, UsageError
 from .output import DEFAULT_MAX_ROWS, FORMATS, Destination, destination_for
+from .views import VIEW_LIST
 
 PATHS_HELP = "pcap/pcapng files (.gz too), stream dumps, directories, globs"
 
@@ -129,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     sql = sub.add_parser(
         "sql",
         parents=[common, results],
-        help="run SQL over the views exchanges and records (several queries: one session)",
+        help=f"run SQL over the views {VIEW_LIST} (several queries: one session)",
     )
     sql.add_argument("args", nargs="+", metavar="PATH_OR_QUERY", help=f"{PATHS_HELP}, then one or more queries")
     sql.add_argument(
@@ -171,7 +172,7 @@ def parse_command(argv: list[str] | None) -> Command:
         if not sep or not key:
             raise UsageError(f"--option {item!r}: write KEY=VALUE, e.g. --option mode=FAILFAST")
         if key.lower() == "view":
-            raise UsageError("--option view: the command registers both views, exchanges and records")
+            raise UsageError(f"--option view: the command registers every view, {VIEW_LIST}: name one in the query")
         options[key] = value
     common = dict(
         options=options,

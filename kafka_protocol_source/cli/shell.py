@@ -13,10 +13,10 @@ import sys
 
 from .errors import OK, describe
 from .output import Destination, write
+from .views import VIEW_LIST
 
 HELP = (
-    "views: exchanges (one row per request/response; traffic is the same view), records (one row "
-    "per record). One query per line, e.g. SELECT api_name, count(*) FROM exchanges GROUP BY 1; "
+    f"views: {VIEW_LIST}. One query per line, e.g. SELECT api_name, count(*) FROM exchanges GROUP BY 1; "
     "DESCRIBE exchanges; quit to leave."
 )
 PROMPT = "kafka-wire> "

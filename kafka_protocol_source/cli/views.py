@@ -18,6 +18,15 @@ from ..views.exchanges import BODY_COLUMNS
 EXCHANGES, RECORDS = "exchanges", "records"
 DERIVED = ("connections", "groups", "lag")  # read only when a query names them
 ALIASES = {"traffic": EXCHANGES}
+VIEWS = (EXCHANGES, RECORDS, *DERIVED)
+
+
+def _named(view: str) -> str:
+    aliases = [alias for alias, of in ALIASES.items() if of == view]
+    return f"{view} (or {', '.join(aliases)})" if aliases else view
+
+
+VIEW_LIST = f"{', '.join(map(_named, VIEWS[:-1]))} and {_named(VIEWS[-1])}"  # for help and messages
 SCANNED_BYTES = 64 << 20  # of each file, looking for TCP when a capture held no Kafka
 # options that shape the exchanges view only (a typed api, a subset of apis); records need their own
 EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis"})

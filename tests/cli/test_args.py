@@ -39,8 +39,20 @@ def test_options_reach_the_reader():
     assert command.options == {"ports": "9093", "specs": "s", "mode": "FAILFAST"}
     with pytest.raises(UsageError, match="write KEY=VALUE"):
         parse_command(["report", "a.pcap", "--option", "mode"])
-    with pytest.raises(UsageError, match="registers both views"):
+    with pytest.raises(UsageError) as info:
         parse_command(["report", "a.pcap", "--option", "VIEW=records"])
+    assert str(info.value) == (
+        "--option view: the command registers every view, exchanges (or traffic), records, connections, groups "
+        "and lag: name one in the query"
+    )
+
+
+def test_sql_help_names_every_view(capsys):
+    with pytest.raises(SystemExit):
+        parse_command(["--help"])
+    assert "run SQL over the views exchanges (or traffic), records, connections, groups and lag" in " ".join(
+        capsys.readouterr().out.split()
+    )
 
 
 def test_bad_flags_exit_2_with_the_closest_flag(capsys):
