@@ -185,8 +185,21 @@ def _api(registry, text: str) -> int:
     if named is None:
         named = bundled.api_key_by_name(text)
     if named is None:
-        raise OptionError(f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)")
+        raise OptionError(unknown_api_message(text, [registry, bundled]))
     return named
+
+
+def unknown_api_message(text: str, registries) -> str:
+    names = {r.api_name(key).lower(): r.api_name(key) for r in registries for key in r.api_keys()}
+    close = difflib.get_close_matches(text.lower(), names, n=3, cutoff=0.6)
+    if close:
+        return f"unknown api {text!r}: did you mean {' or '.join(repr(names[c]) for c in close)}?"
+    return f"unknown api {text!r} (names look like Produce, Fetch, Metadata, ApiVersions)"
+
+
+def _documented(key: str) -> str:
+    """An option's name as documented (``apiVersion``): Spark hands the keys over lower-cased."""
+    return KNOWN_OPTIONS.get(key, key)
 
 
 def _seconds(opts: dict, key: str, default: float) -> float:
@@ -195,9 +208,9 @@ def _seconds(opts: dict, key: str, default: float) -> float:
     try:
         value = float(opts[key])
     except ValueError:
-        raise OptionError(f"{key} must be a number of seconds, not {opts[key]!r}") from None
+        raise OptionError(f"{_documented(key)} must be a number of seconds, not {opts[key]!r}") from None
     if value < 0:
-        raise OptionError(f"{key} must not be negative, not {opts[key]!r}")
+        raise OptionError(f"{_documented(key)} must not be negative, not {opts[key]!r}")
     return value
 
 
@@ -207,9 +220,9 @@ def _int(opts: dict, key: str, default: int, low: int | None = None) -> int:
     try:
         value = int(opts[key])
     except ValueError as e:
-        raise OptionError(f"{key} must be an integer, not {opts[key]!r}") from e
+        raise OptionError(f"{_documented(key)} must be an integer, not {opts[key]!r}") from e
     if low is not None and value < low:
-        raise OptionError(f"{key} must be at least {low}, not {value}")
+        raise OptionError(f"{_documented(key)} must be at least {low}, not {value}")
     return value
 
 
@@ -217,7 +230,7 @@ def _int_list(opts: dict, key: str) -> list[int]:
     try:
         return [int(p) for p in opts[key].split(",") if p.strip()]
     except ValueError as e:
-        raise OptionError(f"{key} must be comma-separated integers, not {opts[key]!r}") from e
+        raise OptionError(f"{_documented(key)} must be comma-separated integers, not {opts[key]!r}") from e
 
 
 def _bool(opts: dict, key: str, default: bool) -> bool:
@@ -225,5 +238,5 @@ def _bool(opts: dict, key: str, default: bool) -> bool:
         return default
     value = opts[key].strip().lower()
     if value not in ("true", "false"):
-        raise OptionError(f"{key} must be true or false, not {opts[key]!r}")
+        raise OptionError(f"{_documented(key)} must be true or false, not {opts[key]!r}")
     return value == "true"

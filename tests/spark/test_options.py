@@ -8,17 +8,18 @@ from pyspark.errors import AnalysisException
 from .expected import TANSU_CONFLUENT
 
 CASES = [
-    ({"api": "Prodce"}, r"unknown api 'Prodce' \(names look like Produce"),
+    ({"api": "Produc"}, r"unknown api 'Produc': did you mean 'Produce'"),
+    ({"api": "Kafka"}, r"unknown api 'Kafka' \(names look like Produce"),
     ({"api": "999"}, r"unknown api key 999"),
     ({"api": "Produce", "apiVersion": "99"}, r"Produce has no version 99 \(versions 0-13\)"),
-    ({"api": "Produce", "apiVersion": "ten"}, r"apiversion must be an integer, not 'ten'"),
+    ({"api": "Produce", "apiVersion": "ten"}, r"apiVersion must be an integer, not 'ten'"),
     ({"apiVersion": "3"}, r"apiVersion needs api"),
     ({"view": "packets"}, r"unknown view 'packets': use one of exchanges, records"),
     ({"view": "records", "api": "Produce"}, r"cannot be combined with view=records"),
     ({"mode": "LENIENT"}, r"unknown mode 'LENIENT': use one of PERMISSIVE, DROPMALFORMED, FAILFAST"),
     ({"ports": "9092,kafka"}, r"ports must be comma-separated integers, not '9092,kafka'"),
-    ({"splitSize": "0"}, r"splitsize must be at least 1"),
-    ({"detectKafka": "yes"}, r"detectkafka must be true or false"),
+    ({"splitSize": "0"}, r"splitSize must be at least 1"),
+    ({"detectKafka": "yes"}, r"detectKafka must be true or false"),
     ({"port": "9093"}, r"unknown option 'port': did you mean 'ports'\?"),
     ({"mdoe": "FAILFAST"}, r"unknown option 'mdoe': did you mean 'mode'\?"),
     ({"compression": "gzip"}, r"unknown option 'compression' \(known options: path, paths, view, api"),
