@@ -26,6 +26,7 @@ SAMPLES = ROOT / "sample_captures"
 CAPTURES = ("tansu_confluent_kafka_all_codecs.pcap", "tansu_kafka_python_legacy_magic1_rejected.pcap")
 SETUP_MARK = "python3 -m venv"
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_INDENTED_SQL = re.compile(r"^ +```sql\n(.*?)^ +```", re.DOTALL | re.MULTILINE)
 _CAPTURES = re.compile(r"(?<![\w/])captures/")  # not sample_captures/
 SPARK_LOG = re.compile(r"WARN|log4j|\[Stage|Traceback")
 
@@ -82,6 +83,20 @@ def test_sql_examples(spark, workdir, own_temp_views, index):
     assert statements
     for statement in statements:
         spark.sql(statement.rstrip(";")).collect()
+
+
+def test_the_groups_example_shows_the_members_of_a_generation_the_capture_joined_mid_way(spark, own_temp_views):
+    from kafka_protocol_source.spark.view_schemas import GROUPS_VIEW
+    from kafka_protocol_source.views.groups import group_rows
+    from tests.views.groups_script import GroupScript
+
+    script = GroupScript()
+    script.heartbeat("A", "a-1", 7)  # no JoinGroup or SyncGroup: the assignment was never seen
+    spark.createDataFrame(list(group_rows(script.exchanges)), GROUPS_VIEW).createOrReplaceTempView("groups")
+    # the views' examples are indented in their list items, which blocks() does not take
+    [example] = [b for b in _INDENTED_SQL.findall(README.read_text()) if "FROM groups" in b]
+    [row] = spark.sql(example).collect()
+    assert row.assignments and None not in row.assignments, row.assignments
 
 
 @pytest.mark.parametrize("index", range(len([b for b in blocks("bash") if SETUP_MARK not in b])))
