@@ -18,6 +18,7 @@ from .model import TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
     CONFIRMED,
+    awaited_response,
     chained_ids,
     first_confirmed,
     looks_like_tls,
@@ -261,6 +262,7 @@ class Connection:
             max_size,
             in_sync,
             response_cut_start(max_size, pairer.pending_ids),
+            awaited_response(max_size, pairer.pending_ids),
         )
 
     def _decided_client(self) -> Direction:

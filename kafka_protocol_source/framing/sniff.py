@@ -179,10 +179,7 @@ def response_start_check(max_frame_size: int, pending_ids: Callable[[], Collecti
     Confirmed when the frames from it chain exactly to a packet boundary with correlation ids
     that count up by small steps or are ones ``pending_ids()`` waits for (a broker answers a
     connection's requests in order). A pending id alone proves nothing: small integers such as
-    1, 2, 3 fill response bodies. But a packet that starts with a plausible size and an id a
-    captured request waits for is that request's answer (brokers start a response at a packet
-    start), even before the bytes that would chain it have come: else a span its records claim
-    could hold bytes that chain by chance, and the answer be skipped for them.
+    1, 2, 3 fill response bodies.
     """
 
     def first(buf, pos: int):
@@ -206,10 +203,7 @@ def response_start_check(max_frame_size: int, pending_ids: Callable[[], Collecti
                 return nxt
             return False
 
-        verdict = _chain(buf, pos, final, boundary, lambda b, p: head, following)
-        if verdict == MAYBE and head and head.pending and boundary(pos):
-            return CONFIRMED
-        return verdict
+        return _chain(buf, pos, final, boundary, lambda b, p: head, following)
 
     return check
 
@@ -241,6 +235,22 @@ def response_cut_start(max_frame_size: int, pending_ids: Callable[[], Collection
         return MIN_RESPONSE <= size <= max_frame_size and correlation_id in pending_ids()
 
     return cut_start
+
+
+AnswerAt = Callable[[Any, int], "int | None"]  # (buffer, position) -> the pending id a response there answers
+
+
+def awaited_response(max_frame_size: int, pending_ids: Callable[[], Collection[int]]) -> AnswerAt:
+    """The correlation id of the response whose header is at ``pos``, if it is plausible and a
+    captured request waits for it; else None."""
+
+    def awaited(buf, pos: int) -> int | None:
+        if len(buf) - pos < 8:
+            return None
+        size, correlation_id = _RESPONSE_START.unpack_from(buf, pos)
+        return correlation_id if MIN_RESPONSE <= size <= max_frame_size and correlation_id in pending_ids() else None
+
+    return awaited
 
 
 def _nowhere(_pos: int) -> bool:

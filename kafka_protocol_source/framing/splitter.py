@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from .model import new_frame
-from .sniff import CONFIRMED, MAYBE, CutStart, StartCheck, first_confirmed
+from .sniff import CONFIRMED, MAYBE, AnswerAt, CutStart, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024  # larger claimed sizes are framing errors (the maxFrameSize option)
@@ -68,11 +68,15 @@ class DirectionFramer:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         in_sync: bool = False,
         cut_start: CutStart | None = None,
+        awaited: AnswerAt | None = None,
     ):
         """``cut_start``: whether a frame plausibly starts at a position though a gap cut the
-        bytes that would confirm it (without it, such a frame is skipped while resyncing)."""
+        bytes that would confirm it (without it, such a frame is skipped while resyncing);
+        ``awaited``: the correlation id of the frame that starts at a position, if a captured
+        request waits for it (by its header alone)."""
         self.looks_like_start = looks_like_start
         self.cut_start = cut_start
+        self.awaited = awaited
         self.max_frame_size = max_frame_size
         self.buf = bytearray()
         self.pos = 0  # read position in buf
@@ -262,12 +266,37 @@ class DirectionFramer:
                 return True
             if verdict == MAYBE and not final:
                 alternative = self._confirmed_after(self.pos)
-                if alternative is None:
+                if alternative is None or self._answer_first(alternative):
                     return False  # wait for the bytes that decide
-                self._skip_to(alternative)
+                self._skip_to(self._answer_before(alternative))
                 continue
             self._skip_to(self.pos + 1)
         return False
+
+    def _answer_first(self, alternative: int) -> bool:
+        """Whether the frame waited for at ``pos`` beats a confirmed start inside the span it
+        claims: it starts a packet and answers a captured request, and the other answers none,
+        or a later one (brokers answer in order). Record bytes of a response spanning packets
+        can chain to a packet boundary by chance; bytes that repeat the id of the answer they
+        are in do not beat it."""
+        awaited = self.awaited
+        if awaited is None or self.base + self.pos not in self.chunk_starts:
+            return False
+        here = awaited(self.buf, self.pos)
+        if here is None:
+            return False
+        there = awaited(self.buf, alternative)
+        return there is None or there > here
+
+    def _answer_before(self, alternative: int) -> int:
+        """The first packet start after ``pos`` and before ``alternative`` where an answer a
+        captured request waits for plausibly starts (it is weighed there), else ``alternative``."""
+        if self.awaited is not None:
+            low, high = self.base + self.pos, self.base + alternative
+            for offset in sorted(o for o in self.chunk_starts if low < o < high):
+                if self.awaited(self.buf, offset - self.base) is not None:
+                    return offset - self.base
+        return alternative
 
     def _packet_start_inside(self, final: bool) -> int | None:
         """A confirmed start at a packet's first byte inside the frame confirmed mid-packet at ``pos``.

@@ -20,7 +20,7 @@ from tests.accounting import check_accounting
 from tests.cuts import Cut, late_start, mid_segment, one_side, pieces, segments_of
 from tests.samples.catalog import TSHARK, samples
 
-from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response
+from .kafkaflow import Conversation, metadata_v1_request, metadata_v1_response, sized
 from .test_read_capture import run
 
 CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]
@@ -408,3 +408,22 @@ def test_a_request_whose_response_a_gap_took_says_so(tmp_path):
     assert "may be in a gap of the broker side after it" in unanswered.error
     assert "bytes missing from the capture at stream offset" in unanswered.error
     assert [e.correlation_id for e in rows if e.status == "ok"] == [1, 3]
+
+
+def test_joined_inside_a_response_bytes_that_repeat_an_awaited_id_at_a_packet_start_do_not_win(tmp_path):
+    """The capture joins inside the answer to a request sent before it, while a captured request
+    waits; a packet of that answer starts with record bytes that read as a plausible size and the
+    waiting id. The real answer, later, whose frames chain, is the one read."""
+    request, response = _a_fetch_with_records()
+    (correlation_id,) = struct.unpack_from(">i", response)
+    earlier = bytearray(sized(struct.pack(">i", correlation_id - 1) + response[4:]))
+    mss = 600
+    assert len(earlier) > 3 * mss
+    earlier[2 * mss : 2 * mss + 8] = struct.pack(">ii", 0x4000, correlation_id)
+    c = Conversation(handshake=False)
+    c.request(request)
+    for i in range(mss, len(earlier), mss):  # from its second packet on
+        c.send(c.broker, bytes(earlier[i : i + mss]))
+    c.response(response, pieces=4)
+    rows = run(tmp_path, c.pcap(), ports=[9092])
+    assert [(e.status, e.correlation_id) for e in rows if e.status != "gap"] == [("ok", correlation_id)]
