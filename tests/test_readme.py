@@ -2,7 +2,8 @@
 
 The fenced blocks are taken from the README itself: ``python`` blocks run in the shared
 SparkSession (as ``spark``), ``sql`` blocks statement by statement with ``spark.sql``, and
-``bash`` blocks with bash, in a directory holding ``captures/``. ``captures/`` in the examples
+``bash`` blocks with bash, in a directory holding ``captures/``; the views' ``sql`` examples,
+indented in their list items, against their view of ``captures/``. ``captures/`` in the examples
 stands for the reader's own capture directory: here it is a directory filled with two sample
 captures; in Python and SQL (read by Spark workers, whose working directory is not the test's)
 ``captures/`` and ``sample_captures/`` are replaced by absolute paths. The set-up blocks (those
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,14 @@ def test_sql_examples(spark, workdir, own_temp_views, index):
     assert statements
     for statement in statements:
         spark.sql(statement.rstrip(";")).collect()
+
+
+@pytest.mark.parametrize("view", ["connections", "groups", "lag"])
+def test_each_views_example_runs_on_the_captures(spark, workdir, own_temp_views, view):
+    """The views' examples sit indented in their list items (which ``blocks`` does not take)."""
+    [example] = [textwrap.dedent(b) for b in _INDENTED_SQL.findall(README.read_text()) if f"FROM {view}" in b]
+    spark.read.format("kafka-wire").option("view", view).load(str(workdir / "captures")).createOrReplaceTempView(view)
+    assert spark.sql(example).collect()
 
 
 def test_the_groups_example_shows_the_members_of_a_generation_the_capture_joined_mid_way(spark, own_temp_views):

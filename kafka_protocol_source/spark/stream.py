@@ -145,10 +145,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
             emit: EmitRule | None = EmitRule(
-                new_from,
-                *self._stale_window(start["end_ns"], end["end_ns"]),
-                after_flush=start["end_ns"] == QUIET,
-                previous_end_ns=None if start["end_ns"] in (0, QUIET) else start["end_ns"],
+                new_from, *self._stale_window(start["end_ns"], end["end_ns"]), after_flush=start["end_ns"] == QUIET
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new

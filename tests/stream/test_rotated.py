@@ -15,7 +15,6 @@ from collections import Counter
 import pytest
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.spark.partition_reader import ANSWERED_LATE
 from tests.cuts import Cut, pieces, segments_of
 from tests.samples.catalog import sample
 
@@ -257,27 +256,3 @@ def test_a_file_truncated_in_place_after_it_was_read_is_a_row_and_the_stream_goe
     shrunk = [r for r in rows if r.status == "capture_error"]
     assert len(shrunk) == 1 and "shrank" in shrunk[0].error and shrunk[0].capture_file == str(target)
     assert len(rows) > before + 1  # the next file was read too
-
-
-def test_a_request_given_up_after_the_idle_timeout_is_emitted_once_and_so_is_its_late_answer(spark, tmp_path):
-    """A micro-batch gives up a request that has waited the idle timeout: one row, unanswered.
-    When the answer comes in a later micro-batch, its row says so. Nothing else comes twice:
-    neither a row the end of a re-read completed (a response held, frames not yet confirmed)
-    nor a response whose request is missing."""
-    name = SAMPLES[0]
-    files, _ = _pieces(tmp_path, name, "time", 6)
-    options = {"maxFilesPerTrigger": "1", "idleTimeout": "0.05"}
-    query = _start(spark, files[0].parent, tmp_path / "ck", name, "idle_given_up", quiet=3, **options).start()
-    try:
-        _drain(query, quiet=3)
-    finally:
-        query.stop()
-    rows = spark.sql("SELECT * FROM idle_given_up").collect()
-    emitted = Counter((r.connection_id, r.correlation_id, r.status, r.request_time, r.response_time) for r in rows)
-    assert max(emitted.values()) == 1
-    late = [r for r in rows if r.note and ANSWERED_LATE in r.note]
-    assert late and all(r.status == "ok" for r in late)
-    unanswered = {(r.connection_id, r.correlation_id) for r in rows if r.status == "unanswered"}
-    assert {(r.connection_id, r.correlation_id) for r in late} <= unanswered
-    whole = read_capture(sample(name).path, ports=[sample(name).broker_port])
-    assert {(r.connection_id, r.correlation_id) for r in rows} == {(e.connection_id, e.correlation_id) for e in whole}
