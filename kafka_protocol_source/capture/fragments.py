@@ -2,7 +2,8 @@
 
 Owns: collecting IPv4 fragments keyed by (src, dst, id, proto) and IPv6 fragments keyed by
 (src, dst, id) until a datagram is whole, first-seen bytes winning where fragments overlap; a
-fragment that repeats one of a datagram already whole, bytes and all, is a duplicate.
+fragment that repeats one of a datagram already whole, bytes and all, is a duplicate, unless a
+next datagram under the id (devices that send id 0, ids that wrap) turns out to have sent it.
 Datagrams that time out, are evicted by the group cap, or are still open at the end of the capture
 become `fragment_incomplete` issues. Does not parse what the datagram carries (see `decode`).
 """
@@ -12,10 +13,22 @@ from __future__ import annotations
 from .model import CaptureIssue
 
 MAX_DATAGRAM = 65535
+MAX_ECHOES = 64  # fragments repeating a datagram already whole, kept per id
 
 
 class _Group:
-    __slots__ = ("done", "first_index", "first_offset", "first_ts", "nbytes", "pieces", "poisoned", "proto", "total")
+    __slots__ = (
+        "done",
+        "echoes",
+        "first_index",
+        "first_offset",
+        "first_ts",
+        "nbytes",
+        "pieces",
+        "poisoned",
+        "proto",
+        "total",
+    )
 
     def __init__(self, ts: int, index: int, offset: int) -> None:
         self.pieces: list[tuple[int, bytes]] = []
@@ -30,6 +43,9 @@ class _Group:
         # are absorbed and a datagram reusing the id (devices that send id 0, ids that wrap
         # within the timeout) is not taken for them.
         self.done: frozenset | None = None
+        # After completion: the fragments that repeated one of it, which a next datagram under the
+        # id may turn out to have sent (its fragments in any order, some bytes as the last one's).
+        self.echoes: list = []  # (offset, bytes, more) while done; (offset, bytes) in a next datagram
 
 
 class FragmentReassembler:
@@ -88,9 +104,15 @@ class FragmentReassembler:
         g = self._group(key, ts, index, offset)
         if g.done is not None:
             if (frag_offset, hash(payload)) in g.done:
-                return None  # a duplicate of a fragment of a datagram already delivered
+                if len(g.echoes) < MAX_ECHOES:
+                    g.echoes.append((frag_offset, payload, more))
+                return None  # a duplicate of a fragment of a datagram already delivered, so far
             del self._groups[key]  # the id was reused for a new datagram
+            echoes = g.echoes
             g = self._group(key, ts, index, offset)
+            g.echoes = [(o, p) for o, p, _ in echoes]  # its weakest pieces (see below)
+            g.nbytes = sum(len(p) for _, p in g.echoes)
+            g.total = next((o + len(p) for o, p, echo_more in echoes if not echo_more), None)
         if g.poisoned:
             return None
         end = frag_offset + len(payload)
@@ -99,8 +121,8 @@ class FragmentReassembler:
                 CaptureIssue(index, offset, "bad_ip_header", f"fragment ends at {end}, beyond {MAX_DATAGRAM}")
             )
             return None
-        if not more and g.total is None:
-            g.total = end
+        if not more:
+            g.total = end  # (its own word, over an echo's)
         if frag_offset == 0:
             g.proto = proto
         g.pieces.append((frag_offset, payload))
@@ -109,20 +131,21 @@ class FragmentReassembler:
         if total is None or g.nbytes < total or g.proto is None:
             return None
         reach = 0
-        for o, p in sorted(g.pieces, key=lambda op: op[0]):
+        for o, p in sorted(g.pieces + g.echoes, key=lambda op: op[0]):
             if o > reach:
                 return None
             reach = max(reach, o + len(p))
         if reach < total:
             return None
         buf = bytearray(total)
-        # Later arrivals are written first so that the first-seen bytes overwrite them.
-        for o, p in reversed(g.pieces):
+        # Later arrivals are written first so that the first-seen bytes overwrite them; echoes of
+        # the datagram before under the id, before all.
+        for o, p in [*g.echoes, *reversed(g.pieces)]:
             n = min(len(p), total - o)
             if n > 0:
                 buf[o : o + n] = p[:n]
-        g.done = frozenset((o, hash(p)) for o, p in g.pieces)
-        g.pieces = []
+        g.done = frozenset((o, hash(p)) for o, p in g.pieces + g.echoes)
+        g.pieces, g.echoes = [], []
         return bytes(buf), g.proto
 
     def flush(self) -> None:

@@ -140,6 +140,18 @@ def test_a_datagram_reusing_the_id_of_one_already_whole_is_reassembled_too():
     assert not issues(items)
 
 
+def test_a_datagram_reusing_the_id_sent_last_fragment_first_with_the_same_bytes_is_reassembled():
+    """Two responses with the same records under id 0, the second's fragments last first: all but
+    its first fragment repeat the first datagram's bytes, so they look like duplicates until the
+    first fragment, which differs (its TCP header), shows a new datagram."""
+    first = b.ipv4_fragments(A, B, b.tcp(5, 6, 77, payload=b"r" * 200), ident=0, size=80)
+    second = b.ipv4_fragments(A, B, b.tcp(5, 6, 277, payload=b"r" * 200), ident=0, size=80)
+    frames = [*first, *reversed(second)]
+    items = read(b.pcap([(T0 + i, b.ether(f)) for i, f in enumerate(frames)]))
+    assert [(s.seq, s.payload) for s in segments(items)] == [(77, b"r" * 200), (277, b"r" * 200)]
+    assert not issues(items)
+
+
 def test_ipv6_fragments_reassembled():
     tcp = b.tcp(5, 6, 77, payload=b"six" * 50)
     frags = b.ipv6_fragments("2001:db8::1", "2001:db8::2", tcp, ident=99, size=64)
