@@ -143,7 +143,7 @@ class _Table:
         stream = streams[src]
         if flags & ACK:
             receiver = streams[dst]
-            receiver.peer_ack = ack
+            receiver.acked(ack)
             if receiver.buffered:  # (holes wait only where bytes are buffered)
                 receiver.acknowledged(ack, index, out)
         if flags & SYN:

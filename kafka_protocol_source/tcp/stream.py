@@ -96,7 +96,7 @@ class DirectionStream:
         # The sequence number of the sender's FIN (or RST), before which its bytes end.
         self.end_seq: int | None = None
         self.reset_end = False  # end_seq is a RST's: a FIN after it says where the bytes end instead
-        self.peer_ack: int | None = None  # the last acknowledgment number the receiver sent
+        self.peer_ack: int | None = None  # the furthest acknowledgment number the receiver sent
         # The offset delivery stopped at when a hole before it was first acknowledged, and the
         # packet index then (see REORDER_WINDOW).
         self._stuck_at, self._stuck_since = -1, 0
@@ -303,6 +303,12 @@ class DirectionStream:
             del pieces[:n]
             del self._starts[:n]
             self._deliver(out)
+
+    def acked(self, ack: int) -> None:
+        """The receiver acknowledged up to ``ack`` (an older duplicate ACK written late says less)."""
+        peer_ack = self.peer_ack
+        if peer_ack is None or (ack - peer_ack) & _MASK < _HALF:
+            self.peer_ack = ack
 
     def ended(self, seq: int, always: bool = False) -> None:
         """The sender's FIN (or, `always`, RST): its bytes end before `seq` (its own sequence

@@ -184,6 +184,21 @@ def test_bytes_a_receiver_acknowledged_before_a_rst_are_missing_if_not_captured(
     assert stream_of(ev) == [b"requ", ("gap", 4, 6, "missing")]
 
 
+def test_an_older_ack_written_late_does_not_take_back_what_the_receiver_acknowledged():
+    ev = run(
+        numbered(
+            [
+                *HANDSHAKE,
+                seg(100, b"requ"),
+                seg(500, b"ok", src=S, dst=C, ack=110),
+                seg(502, src=S, dst=C, flags=ACK, ack=104),  # a duplicate ACK from before, written late
+                seg(110, flags=RST),
+            ]
+        )
+    )
+    assert stream_of(ev) == [b"requ", ("gap", 4, 6, "missing")]
+
+
 def test_the_peers_bytes_in_flight_when_a_rst_is_sent_are_read():
     ev = run(
         numbered(
