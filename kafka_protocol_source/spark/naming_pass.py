@@ -12,9 +12,9 @@ name (``keeps``: the read mode, a requested api version) is the caller's to say.
 
 A stream's micro-batch re-reads only a tail of its capture session (what rebuilds the
 connections still open), so the Metadata that named an id an hour ago is behind it. It looks
-back instead (``earlier_names``): at the session's files before its tail, each read on its own
-and kept by the worker, so that a long-running stream reads each file once for names (a naming
-response cut in two by a file's rotation is lost to this look, not to the tail's read).
+back instead (``earlier_names``): at the session's newest files before its tail, each read on
+its own and kept by the worker, so that a long-running stream reads each file once for names (a
+naming response cut in two by a file's rotation is lost to this look, not to the tail's read).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from ..pipeline import CaptureOptions, read_with
 from ..views.topic_names import TOPIC_NAMING_APIS, first_names
 
 _KEPT = 4  # captures whose names a worker keeps
-_KEPT_FILES = 4096  # a stream's earlier files whose names a worker keeps
+LOOK_BACK_FILES = 512  # a stream's earlier files read for names: the newest of the session's
+_KEPT_FILES = 2 * LOOK_BACK_FILES  # earlier files whose names a worker keeps (two streams' worth)
 _names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 _file_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 
@@ -49,13 +50,14 @@ def naming_read(
 def earlier_names(
     files: Sequence[tuple[str, int]], options: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
 ) -> dict[str, str]:
-    """The first names of topic ids in ``files`` ((path, packets to read), in capture order), each
-    file read alone as ``naming_read`` reads a capture."""
+    """The names of topic ids in the newest ``LOOK_BACK_FILES`` of ``files`` ((path, packets to
+    read), in capture order), each file read alone as ``naming_read`` reads a capture. (Kafka
+    never renames an id: which file names it first does not matter.)"""
     naming = _naming_options(options)
     names: dict[str, str] = {}
     if naming is None:
         return names
-    for path, packets in files:
+    for path, packets in reversed(files[-LOOK_BACK_FILES:]):
         try:
             alone = replace(naming, packet_limits={path: packets})
             found = _kept(_file_names, _KEPT_FILES, [path], alone, keeps, keeps_key)
