@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from pyspark.sql.datasource import InputPartition
@@ -36,6 +36,9 @@ from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
+ANSWERED_LATE = (
+    "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
+)
 MAX_SPLITS_PER_FILE = 64
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
 
@@ -73,12 +76,17 @@ class CapturePartition(InputPartition):
 class EmitRule:
     """Which rows of a re-read are a micro-batch's own: those completed by a packet past
     ``new_from`` (packets already consumed, per file), and rows still open at the end whose
-    request went stale (no answer for the idle timeout) during this micro-batch."""
+    request went stale (no answer for the idle timeout) during this micro-batch.
+
+    A row completed in new packets that was open and stale at the session's end before
+    (``previous_end_ns``) was given up then, as it stood: it is not emitted again, unless its
+    response came since (``answered_late``: the request went out as unanswered)."""
 
     new_from: dict
     stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
     stale_to_ns: int | None
     after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
+    previous_end_ns: int | None = None  # capture time of the session's last packet read before
 
     def wants(self, ex, paths) -> bool:
         if (
@@ -89,14 +97,34 @@ class EmitRule:
             return False  # its request was open at the flush, and was emitted then as unanswered
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
-            return (ex.completed_at & FILE_MASK) >= self.new_from.get(path, 0)
+            if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
+                return False
+            return not self._given_up_before(ex) or self.answered_late(ex)
         if self.stale_to_ns is None:
             return False
-        when = ex.request_time or ex.response_time
-        if when is None:
+        ns = _ns(ex.request_time or ex.response_time)
+        if ns is None:
             return True
-        ns = int(when.timestamp() * 1_000_000) * 1000
         return (self.stale_from_ns is None or ns >= self.stale_from_ns) and ns < self.stale_to_ns
+
+    def answered_late(self, ex) -> bool:
+        """Whether a row completed in this micro-batch is a request given up as unanswered
+        before, answered since."""
+        answered = _ns(ex.response_time) if ex.request_time is not None else None
+        return (
+            answered is not None
+            and self.previous_end_ns is not None
+            and answered > self.previous_end_ns
+            and self._given_up_before(ex)
+        )
+
+    def _given_up_before(self, ex) -> bool:
+        ns = _ns(ex.request_time or ex.response_time)
+        return self.stale_from_ns is not None and ns is not None and ns < self.stale_from_ns
+
+
+def _ns(when) -> int | None:
+    return None if when is None else int(when.timestamp() * 1_000_000) * 1000
 
 
 def plan_partitions(
@@ -259,10 +287,13 @@ def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
     """The exchanges of a micro-batch's re-read that are its own (``emit``); the others still
     teach ``names`` the topic ids they name."""
     for ex in exchanges:
-        if emit.wants(ex, paths):
-            yield ex
-        elif names is not None:
-            names.learn(ex)
+        if not emit.wants(ex, paths):
+            if names is not None:
+                names.learn(ex)
+            continue
+        if emit.answered_late(ex):
+            ex = replace(ex, note="; ".join(filter(None, (ex.note, ANSWERED_LATE))))
+        yield ex
 
 
 def notice_row(path: str, error: str) -> Exchange:

@@ -9,14 +9,20 @@ old modification time is read too (files modified ``maxFileAge`` before the newe
 
 A micro-batch re-reads, for each capture session with new packets, a tail of the session long
 enough to rebuild every connection still open (the files holding the last ``idleTimeout`` of
-capture time before the new packets), and emits only the rows that complete in the new packets:
-a response arriving, a connection closing, bytes skipped. A request still unanswered when the
-new packets end is held (the next micro-batch re-reads it) until it has waited ``idleTimeout``
-of capture time, or the folder has had no new packet for ``quietTimeout`` of wall-clock time;
-then it is emitted once, as unanswered. So every exchange is emitted exactly once, in the micro-batch where
-it completes, across restarts too. A file being written is read up to its last whole packet and
-again as it grows. A records row whose topic id its re-read does not name takes the name the
-session's earlier files give (``naming_pass.earlier_names``); one given only later stays null.
+capture time before the session's new packets, and before its end at the micro-batch before),
+and emits only the rows that complete in the new packets: a response arriving, a connection
+closing, bytes skipped. A request still unanswered when the new packets end is held (the next
+micro-batch re-reads it) until it has waited ``idleTimeout`` of the session's capture time, or
+the folder has had no new packet for ``quietTimeout`` of wall-clock time; then it is emitted
+once, as unanswered, and its answer, if one comes later, as the exchange again, saying so
+(``ANSWERED_LATE``). Staleness is each session's own: the offset keeps, per file, the time of
+the last packet consumed. So every exchange is emitted once, in the micro-batch where it
+completes, across restarts too, with one known exception: with an ``idleTimeout`` shorter than
+a micro-batch's span of capture time, a re-read that joins a connection mid-stream may confirm
+its frames later than the read before did, and emit a row again. A file being written is read
+up to its last whole packet and again as it grows. A records row whose topic id its re-read does
+not name takes the name the session's earlier files give (``naming_pass.earlier_names``); one
+given only later stays null.
 """
 
 from __future__ import annotations
@@ -89,7 +95,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         grown = self._admit(grown, limit)
         files = {p: dict(v) for p, v in consumed.items() if p in available}
         for _, path, s, packets in grown:
-            files[path] = {"first_ns": s.first_ns or 0, "packets": packets}
+            # last_ns: the capture time of the last packet consumed (its session's end so far)
+            files[path] = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": s.last_ns or 0}
+            if packets != s.packets:
+                files[path]["last_ns"] = None  # (availableNow stops short of the file's end: not known)
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet(available):
             end_ns = QUIET  # nothing new for a while: give up what is still open
@@ -139,13 +148,18 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue
             first_new = chain.index(new[0]) if new else len(chain) - 1
             last_new = chain.index(new[-1]) if new else len(chain) - 1
-            tail_from = self._tail_start(chain, first_new)
+            was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
+            tail_from = self._tail_start(chain, first_new, was_ns)
             files = chain[tail_from : last_new + 1]
             paths = tuple(s.path for s in files)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
+            after_flush = start["end_ns"] == QUIET
             emit: EmitRule | None = EmitRule(
-                new_from, *self._stale_window(start["end_ns"], end["end_ns"]), after_flush=start["end_ns"] == QUIET
+                new_from,
+                *self._stale_window(was_ns, now_ns, end["end_ns"] == QUIET, after_flush),
+                after_flush=after_flush,
+                previous_end_ns=None if after_flush else was_ns,
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
@@ -155,20 +169,27 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             parts += [CapturePartition(paths, i, count, limits, emit, earlier=earlier) for i in range(count)]
         return parts
 
-    def _tail_start(self, chain: list[CaptureSummary], first_new: int) -> int:
-        """The first file to re-read: enough to hold every request that can still be open."""
+    def _tail_start(self, chain: list[CaptureSummary], first_new: int, was_ns: int | None) -> int:
+        """The first file to re-read: enough to hold every request that can still be open (one
+        not stale at the session's end before: ``was_ns``)."""
         start = first_new
-        from_ns = (chain[first_new].first_ns or 0) - self.idle_ns
+        from_ns = min(chain[first_new].first_ns or 0, was_ns if was_ns is not None else 1 << 62) - self.idle_ns
         while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
             start -= 1
         return max(0, min(start, first_new - 1)) if first_new > 0 else 0
 
-    def _stale_window(self, start_ns: int, end_ns: int) -> tuple[int | None, int | None]:
-        if end_ns == QUIET:
-            return (None if start_ns in (0, QUIET) else start_ns - self.idle_ns), (1 << 62)
-        if start_ns == QUIET:
+    def _stale_window(
+        self, was_ns: int | None, now_ns: int | None, quiet: bool, after_flush: bool
+    ) -> tuple[int | None, int | None]:
+        """Which open rows of a session this micro-batch gives up, by first time: those that went
+        stale between the session's end before (``was_ns``) and now (``now_ns``); all, once the
+        folder is ``quiet``; none right after that (``after_flush``: they were given up then)."""
+        since = None if after_flush or was_ns is None else was_ns - self.idle_ns
+        if quiet:
+            return since, (1 << 62)
+        if after_flush and was_ns is not None:
             return None, None
-        return (None if start_ns == 0 else start_ns - self.idle_ns), end_ns - self.idle_ns
+        return since, None if now_ns is None else now_ns - self.idle_ns
 
     def read(self, partition):
         yield from PartitionReader(self.options, self.schema, self.options.apis).read(partition)
@@ -217,6 +238,22 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if key not in self._summaries:
             self._summaries[key] = summarize(path)
         return self._summaries[key]
+
+
+def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:
+    """The capture time of the last packet of ``chain`` that ``files`` (an offset's) has consumed;
+    None before any. A file whose offset does not say (a checkpoint from before it said, or an
+    availableNow stop inside it) counts by its first packet: a lower bound."""
+    ends = []
+    for s in chain:
+        seen = files.get(s.path)
+        if _packets(files, s) == 0 or seen is None:
+            continue
+        if seen["packets"] == s.packets:
+            ends.append(s.last_ns or 0)
+        else:
+            ends.append(seen.get("last_ns") or s.first_ns or 0)
+    return max(ends) if ends else None
 
 
 def _packets(files: dict, s: CaptureSummary) -> int:
