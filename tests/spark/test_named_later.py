@@ -188,22 +188,7 @@ def test_a_stream_names_them_from_later_packets_of_its_micro_batch(spark, named_
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copy(named_later, folder)
-    query = (
-        spark.readStream.format("kafka-wire")
-        .option("view", "records")
-        .option("quietTimeout", "1")
-        .load(str(folder))
-        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .format("memory")
-        .queryName("named_later_stream")
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    _stream_records(spark, folder, tmp_path, "named_later_stream")
     [row] = spark.sql(
         "SELECT count(*) AS fetched, count_if(topic IS NULL) AS unnamed "
         "FROM named_later_stream WHERE direction = 'fetch'"
@@ -232,24 +217,7 @@ def test_a_stream_names_them_from_files_before_the_tail_it_re_reads(spark, named
     """With a one-second idle timeout, the last file's micro-batch re-reads the file before it
     alone, which does not name the ids; the first file does."""
     naming_pass.forget()
-    query = (
-        spark.readStream.format("kafka-wire")
-        .option("view", "records")
-        .option("maxFilesPerTrigger", "1")
-        .option("idleTimeout", "1")
-        .option("quietTimeout", "1")
-        .load(str(named_earlier))
-        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .format("memory")
-        .queryName("named_earlier_stream")
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-        time.sleep(1.5)
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    _stream_records(spark, named_earlier, tmp_path, "named_earlier_stream", maxFilesPerTrigger="1", idleTimeout="1")
     batch = spark.read.format("kafka-wire").option("view", "records").load(str(named_earlier))
     batch = batch.where("direction = 'fetch'").selectExpr("topic", "topic_id", "partition", "offset")
     stream = spark.sql("SELECT topic, topic_id, partition, offset FROM named_earlier_stream WHERE direction = 'fetch'")
@@ -257,3 +225,25 @@ def test_a_stream_names_them_from_files_before_the_tail_it_re_reads(spark, named
     assert last and not any(topic for topic, _ in last.values())  # the last file alone names nothing
     assert batch.where("topic IS NULL").count() == 0
     assert sorted(map(tuple, stream.collect())) == sorted(map(tuple, batch.collect()))
+
+
+def _stream_records(spark, folder: Path, tmp_path: Path, table: str, **options) -> None:
+    """The records view of a stream over ``folder`` into the memory table ``table``, until the
+    folder has been quiet long enough for what is still open to be given up."""
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("view", "records")
+        .option("quietTimeout", "1")
+        .options(**options)
+        .load(str(folder))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .format("memory")
+        .queryName(table)
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
+        query.processAllAvailable()
+    finally:
+        query.stop()
