@@ -8,7 +8,12 @@ above 0) lists only partitions whose fetch offset changed, so the rest keep the 
 session last asked for, remembered per connection and session. Topic ids (Fetch v13+) are named
 from Metadata and the like in the same capture (``TopicNames``); a row whose id is named only
 later waits for it.
-Follower fetches (``replica_id`` 0 or above) are rows too: consumers have -1.
+Follower fetches (``replica_id`` 0 or above) are rows too: consumers have -1. A response whose
+request was not captured (the long-poll in flight when the capture started, read at its
+connection's Fetch version) is rows too, with what the response says (the partition's offsets
+and records at that moment) and null where only the request would say (``fetch_offset``,
+``lag``, ``replica_id``, ``isolation_level``, ``incremental``); it leaves the fetch session's
+offsets as they were.
 
 Owns the row shape (``LAG_COLUMNS``).
 """
@@ -50,7 +55,7 @@ LAG_COLUMNS = (
 
 
 def lag_rows(exchanges: Iterable, names: TopicNames | None = None) -> Iterator[dict]:
-    """Rows (dicts keyed by ``LAG_COLUMNS``) of every answered Fetch in ``exchanges``; ``names``:
+    """Rows (dicts keyed by ``LAG_COLUMNS``) of every Fetch response in ``exchanges``; ``names``:
     topic names to learn into (a reader of some connections is taught others' as well)."""
     builder = LagBuilder(names)
     for ex in exchanges:
@@ -69,12 +74,12 @@ class LagBuilder:
     def add(self, ex) -> Iterator[dict]:
         """The rows of one exchange (none unless it is an answered Fetch); learns topic names from any."""
         self.names.learn(ex)
-        if ex.api_key != FETCH or not ex.request or not ex.response:
+        if ex.api_key != FETCH or not ex.response:
             return
-        req, resp = ex.request, ex.response
-        asked = self._asked(ex, req, resp)
+        req, resp = ex.request or {}, ex.response
+        asked = self._asked(ex, req, resp) if ex.request else {}  # (not captured: nothing it asked is known)
         replica_id = req.get("replica_id")
-        if replica_id is None:
+        if replica_id is None and ex.request:
             replica_id = (req.get("replica_state") or {}).get("replica_id", -1)
         base = {
             "capture_file": ex.capture_file,
@@ -88,7 +93,7 @@ class LagBuilder:
             "replica_id": replica_id,
             "isolation_level": req.get("isolation_level"),
             "session_id": resp.get("session_id"),
-            "incremental": _incremental(req),
+            "incremental": _incremental(req) if ex.request else None,
         }
         for topic in resp.get("responses") or ():
             key = _topic_key(topic)

@@ -9,8 +9,10 @@ from dataclasses import replace
 
 import pytest
 
+from kafka_protocol_source import read_capture
 from kafka_protocol_source.views.lag import LAG_COLUMNS, lag_rows
 from kafka_protocol_source.views.topic_names import ZERO_UUID, TopicNames
+from tests.cuts import late_start, segments_of
 from tests.samples.catalog import exchanges, sample, sample_names
 
 from .groups_script import GroupScript
@@ -191,3 +193,25 @@ def test_an_unanswered_fetch_has_no_row():
     ex = fetch(g, {"t": {0: 3}}, {"t": {0: (3, 0)}})
     g.exchanges[-1] = replace(ex, response=None, status="unanswered")
     assert list(lag_rows(g.exchanges)) == []
+
+
+def test_a_fetch_response_whose_request_was_not_captured_gives_its_offsets_and_no_lag(tmp_path):
+    """The capture starts between a Fetch and its answer (the long-poll in flight at every
+    consumer's capture start): the partitions' offsets then are in the answer."""
+    s = sample("tansu_confluent_kafka_all_codecs")
+    whole = [r for r in lag_rows(exchanges(s.name)) if r["records"]]
+    first = next(
+        e
+        for e in read_capture(s.path, ports=[s.broker_port])
+        if e.api_key == 1 and e.response_time == whole[0]["response_time"]
+    )
+    segments = segments_of(s.path)
+    start = next(i for i, seg in enumerate(segments) if seg.packet_index > first.request_packet)
+    path = late_start(segments, start).write(tmp_path / "late.pcap")
+    cut = list(lag_rows(read_capture(path, ports=[s.broker_port])))
+    late = [r for r in cut if r["response_time"] == first.response_time]
+    assert late and all(r["fetch_offset"] is None and r["lag"] is None and r["replica_id"] is None for r in late)
+    expected = [r for r in whole if r["response_time"] == first.response_time]
+    # (the Metadata that names its topic is before the cut too)
+    keys = ("topic_id", "partition", "high_watermark", "last_stable_offset", "log_start_offset", "records")
+    assert [tuple(r[k] for k in keys) for r in late] == [tuple(r[k] for k in keys) for r in expected]
