@@ -1,7 +1,8 @@
 """``kafka-wire report``: a traffic summary of the captures, as plain-text tables.
 
-An exchange counts as not ok when its ``outcome`` is not ``ok``: a transport problem (its
-``status``) or a response carrying an error code (``error_response``). Records are the
+An exchange counts as not ok as in the HTML report (``report.queries.NOT_FINE``): a transport
+problem (its ``status``) or a response carrying an error code (``error_response``); a Produce
+with acks=0 that has no answer (``no_response``) and SASL tokens went as the protocol says. Records are the
 applications' records: transaction markers (control records) and fetched records of aborted
 transactions are left out of the counts.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..report.queries import APPLICATIONS_ONLY
+from ..report.queries import APPLICATIONS_ONLY, NOT_FINE
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -22,7 +23,9 @@ REPORT_QUERIES = {
                count(DISTINCT client_id) AS clients,
                round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
                round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
-               count_if(outcome <> 'ok') AS not_ok,
+               count_if("""
+    + NOT_FINE
+    + """) AS not_ok,
                array_sort(array_distinct(flatten(collect_list(coalesce(error_codes, array()))))) AS error_codes
         FROM exchanges WHERE api_name IS NOT NULL GROUP BY api_name ORDER BY requests DESC, api""",
     "Requests per client id": """
@@ -45,7 +48,9 @@ REPORT_QUERIES = {
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,
                first(coalesce(error, array_join(error_names, ', ')), true) AS example
-        FROM exchanges WHERE outcome <> 'ok' GROUP BY outcome, api_name ORDER BY exchanges DESC, outcome, api""",
+        FROM exchanges WHERE """
+    + NOT_FINE
+    + """ GROUP BY outcome, api_name ORDER BY exchanges DESC, outcome, api""",
 }
 
 

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..capture import CaptureError, TcpSegment, read_packets
+from ..report.queries import NOT_FINE
 from ..views.exchanges import BODY_COLUMNS
 
 EXCHANGES, RECORDS = "exchanges", "records"
@@ -37,7 +38,7 @@ class Summary:
     exchanges: int  # rows of the exchanges view
     kafka: int  # rows that are Kafka (an api was identified)
     connections: int
-    not_ok: int  # rows whose outcome is not ok
+    not_ok: int  # rows whose outcome is not fine (report.queries.NOT_FINE)
     first: object  # first request time (UTC)
     last: object
     problem: str | None  # what a row that is not Kafka says, e.g. why the file did not read
@@ -78,7 +79,7 @@ def register_views(spark, paths: list[str], options: dict, bodies: bool = True) 
 def summarize(spark) -> Summary:
     row = spark.sql(f"""
         SELECT count(*) AS exchanges, count(api_key) AS kafka, count(DISTINCT connection_id) AS connections,
-               count_if(outcome <> 'ok') AS not_ok,
+               count_if({NOT_FINE}) AS not_ok,
                min(request_time) AS first, max(coalesce(response_time, request_time)) AS last,
                first(CASE WHEN api_key IS NULL THEN concat(status, ': ', coalesce(error, note, '')) END, true)
                    AS problem

@@ -18,7 +18,8 @@ from ..spec.error_codes import ERROR_NAMES
 # ``outcome`` column (an answer carrying a non-zero error code is ``error_response``), so the SQL listed in
 # the report runs as written over the exchanges view.
 FINE_OUTCOMES = ("ok", "no_response", "sasl")
-_NOT_FINE = f"CASE WHEN outcome IN {tuple(FINE_OUTCOMES)!r} THEN 0 ELSE 1 END"
+NOT_FINE = f"outcome NOT IN {tuple(FINE_OUTCOMES)!r}"  # (the terminal report's test too)
+_NOT_FINE = f"CASE WHEN {NOT_FINE} THEN 1 ELSE 0 END"
 _EVENT_TIME = "coalesce(request_time, response_time)"
 _END_TIME = "coalesce(response_time, request_time)"
 _PERCENTILES = "percentile_approx(latency_ms, array(0.5, 0.9, 0.99))"

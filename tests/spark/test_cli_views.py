@@ -14,9 +14,16 @@ from kafka_protocol_source.cli import REPORT_QUERIES
 from kafka_protocol_source.cli.app import _run
 from kafka_protocol_source.cli.args import parse_command
 from kafka_protocol_source.cli.progress import NoProgress
-from kafka_protocol_source.cli.views import ALIASES, DERIVED, EXCHANGES, RECORDS, register_views
+from kafka_protocol_source.cli.views import ALIASES, DERIVED, EXCHANGES, RECORDS, register_views, summarize
+from kafka_protocol_source.report.queries import NOT_FINE
 from kafka_protocol_source.views.exchanges import BODY_COLUMNS
 
+from ..framing.kafkaflow import (
+    Conversation,
+    metadata_v1_request,
+    metadata_v1_response,
+    produce_v3_request,
+)
 from .expected import MOCK_AIOKAFKA, TANSU_REJECTED
 
 PATHS = [str(MOCK_AIOKAFKA), str(TANSU_REJECTED)]
@@ -69,3 +76,26 @@ def test_only_report_leaves_the_bodies_out(spark, argv, bodies, capsys):
         spark.table(EXCHANGES).unpersist()
         _drop(spark)
     assert capsys.readouterr().out  # the command printed its answer
+
+
+def test_the_terminal_report_counts_not_ok_as_the_html_report_does(spark, tmp_path):
+    """A Produce with acks=0 has no answer by design (no_response): fine in both reports; a
+    request left unanswered is not."""
+    c = Conversation()
+    c.request(produce_v3_request(1, acks=0))
+    c.request(metadata_v1_request(2))
+    c.response(metadata_v1_response(2))
+    c.request(metadata_v1_request(3))
+    path = tmp_path / "acks0.pcap"
+    path.write_bytes(c.pcap())
+    register_views(spark, [str(path)], {"ports": "9092"}, bodies=False)
+    try:
+        statuses = sorted(r.status for r in spark.table(EXCHANGES).collect())
+        assert statuses == ["no_response", "ok", "unanswered"]
+        assert summarize(spark).not_ok == 1
+        listed = spark.sql(REPORT_QUERIES["Exchanges that are not ok"]).collect()
+        assert [(r.outcome, r.api, r.exchanges) for r in listed] == [("unanswered", "Metadata", 1)]
+        html = spark.sql(f"SELECT count_if({NOT_FINE}) AS n FROM {EXCHANGES}").first().n
+        assert html == 1
+    finally:
+        _drop(spark)
