@@ -228,13 +228,8 @@ def response_cut_start(max_frame_size: int, pending_ids: Callable[[], Collection
     """Whether a response plausibly starts at ``pos`` though a gap cut the bytes that would
     confirm it: a plausible size, and a correlation id a captured request waits for."""
 
-    def cut_start(buf, pos: int) -> bool:
-        if len(buf) - pos < 8:
-            return False
-        size, correlation_id = _RESPONSE_START.unpack_from(buf, pos)
-        return MIN_RESPONSE <= size <= max_frame_size and correlation_id in pending_ids()
-
-    return cut_start
+    awaited = awaited_response(max_frame_size, pending_ids)
+    return lambda buf, pos: awaited(buf, pos) is not None
 
 
 AnswerAt = Callable[[Any, int], "int | None"]  # (buffer, position) -> the pending id a response there answers

@@ -292,11 +292,15 @@ class DirectionFramer:
         """The first packet start after ``pos`` and before ``alternative`` where an answer a
         captured request waits for plausibly starts (it is weighed there), else ``alternative``."""
         if self.awaited is not None:
-            low, high = self.base + self.pos, self.base + alternative
-            for offset in sorted(o for o in self.chunk_starts if low < o < high):
-                if self.awaited(self.buf, offset - self.base) is not None:
-                    return offset - self.base
+            for pos in self._packet_starts(self.pos, alternative):
+                if self.awaited(self.buf, pos) is not None:
+                    return pos
         return alternative
+
+    def _packet_starts(self, after: int, before: int) -> list[int]:
+        """Buffer positions between ``after`` and ``before`` where a packet's bytes start, in order."""
+        low, high = self.base + after, self.base + before
+        return [o - self.base for o in sorted(o for o in self.chunk_starts if low < o < high)]
 
     def _packet_start_inside(self, final: bool) -> int | None:
         """A confirmed start at a packet's first byte inside the frame confirmed mid-packet at ``pos``.
@@ -305,10 +309,9 @@ class DirectionFramer:
         loses to one that also starts where a packet starts: writers start frames there.
         """
         (size,) = _SIZE.unpack_from(self.buf, self.pos)
-        low, high = self.base + self.pos, self.base + min(self.pos + 4 + size, len(self.buf))
-        for offset in sorted(o for o in self.chunk_starts if low < o < high):
-            if self.looks_like_start(self.buf, offset - self.base, final, self._boundary) == CONFIRMED:
-                return offset - self.base
+        for pos in self._packet_starts(self.pos, min(self.pos + 4 + size, len(self.buf))):
+            if self.looks_like_start(self.buf, pos, final, self._boundary) == CONFIRMED:
+                return pos
         return None
 
     def _boundary(self, pos: int) -> bool:

@@ -40,6 +40,7 @@ ANSWERED_LATE = (
     "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
 )
 MAX_SPLITS_PER_FILE = 64
+SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
 
 
@@ -80,7 +81,7 @@ class EmitRule:
 
     A row completed in new packets that was open and stale at the session's end before
     (``previous_end_ns``) was given up then, as it stood: it is not emitted again, unless its
-    response came since (``answered_late``: the request went out as unanswered)."""
+    response came since (``LATE``: the request went out as unanswered)."""
 
     new_from: dict
     stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
@@ -88,39 +89,33 @@ class EmitRule:
     after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
     previous_end_ns: int | None = None  # capture time of the session's last packet read before
 
-    def wants(self, ex, paths) -> bool:
+    def verdict(self, ex, paths) -> int:
+        """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
+        before, answered since."""
         if (
             self.after_flush
             and ex.request_packet is not None
             and ex.request_packet < self.new_from.get(ex.capture_file, 0)
         ):
-            return False  # its request was open at the flush, and was emitted then as unanswered
+            return SKIP  # its request was open at the flush, and was emitted then as unanswered
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
             if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
-                return False
-            return not self._given_up_before(ex) or self.answered_late(ex)
+                return SKIP
+            first_ns = _ns(ex.request_time or ex.response_time)
+            if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
+                return EMIT
+            # given up at the session's end before, as it stood then
+            answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
+            since = self.previous_end_ns
+            return LATE if answered_ns is not None and since is not None and answered_ns > since else SKIP
         if self.stale_to_ns is None:
-            return False
-        ns = _ns(ex.request_time or ex.response_time)
-        if ns is None:
-            return True
-        return (self.stale_from_ns is None or ns >= self.stale_from_ns) and ns < self.stale_to_ns
-
-    def answered_late(self, ex) -> bool:
-        """Whether a row completed in this micro-batch is a request given up as unanswered
-        before, answered since."""
-        answered = _ns(ex.response_time) if ex.request_time is not None else None
-        return (
-            answered is not None
-            and self.previous_end_ns is not None
-            and answered > self.previous_end_ns
-            and self._given_up_before(ex)
-        )
-
-    def _given_up_before(self, ex) -> bool:
-        ns = _ns(ex.request_time or ex.response_time)
-        return self.stale_from_ns is not None and ns is not None and ns < self.stale_from_ns
+            return SKIP
+        first_ns = _ns(ex.request_time or ex.response_time)
+        if first_ns is None:
+            return EMIT
+        stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
+        return EMIT if stale else SKIP
 
 
 def _ns(when) -> int | None:
@@ -287,13 +282,12 @@ def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
     """The exchanges of a micro-batch's re-read that are its own (``emit``); the others still
     teach ``names`` the topic ids they name."""
     for ex in exchanges:
-        if not emit.wants(ex, paths):
+        verdict = emit.verdict(ex, paths)
+        if verdict == SKIP:
             if names is not None:
                 names.learn(ex)
             continue
-        if emit.answered_late(ex):
-            ex = replace(ex, note="; ".join(filter(None, (ex.note, ANSWERED_LATE))))
-        yield ex
+        yield replace(ex, note="; ".join(filter(None, (ex.note, ANSWERED_LATE)))) if verdict == LATE else ex
 
 
 def notice_row(path: str, error: str) -> Exchange:

@@ -95,10 +95,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         grown = self._admit(grown, limit)
         files = {p: dict(v) for p, v in consumed.items() if p in available}
         for _, path, s, packets in grown:
-            # last_ns: the capture time of the last packet consumed (its session's end so far)
-            files[path] = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": s.last_ns or 0}
-            if packets != s.packets:
-                files[path]["last_ns"] = None  # (availableNow stops short of the file's end: not known)
+            # last_ns: the capture time of the last packet consumed (its session's end so far); not
+            # known where availableNow stops short of the file's end
+            last_ns = (s.last_ns or 0) if packets == s.packets else None
+            files[path] = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": last_ns}
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet(available):
             end_ns = QUIET  # nothing new for a while: give up what is still open
