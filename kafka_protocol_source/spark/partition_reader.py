@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from pyspark.sql.datasource import InputPartition
@@ -20,7 +20,6 @@ from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
-from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -29,6 +28,7 @@ from ..views.records import record_row_size, record_rows
 from ..views.topic_names import AwaitingNames, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
+from .emit_rule import ANSWERED_LATE, LATE, SKIP, EmitRule
 from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
@@ -36,11 +36,7 @@ from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
-ANSWERED_LATE = (
-    "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
-)
 MAX_SPLITS_PER_FILE = 64
-SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
 
 
@@ -71,55 +67,6 @@ class CapturePartition(InputPartition):
     @property
     def path(self) -> str:
         return self.paths[0] if self.paths else ""
-
-
-@dataclass(frozen=True)
-class EmitRule:
-    """Which rows of a re-read are a micro-batch's own: those completed by a packet past
-    ``new_from`` (packets already consumed, per file), and rows still open at the end whose
-    request went stale (no answer for the idle timeout) during this micro-batch.
-
-    A row completed in new packets that was open and stale at the session's end before
-    (``previous_end_ns``) was given up then, as it stood: it is not emitted again, unless its
-    response came since (``LATE``: the request went out as unanswered)."""
-
-    new_from: dict
-    stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
-    stale_to_ns: int | None
-    after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
-    previous_end_ns: int | None = None  # capture time of the session's last packet read before
-
-    def verdict(self, ex, paths) -> int:
-        """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
-        before, answered since."""
-        if (
-            self.after_flush
-            and ex.request_packet is not None
-            and ex.request_packet < self.new_from.get(ex.capture_file, 0)
-        ):
-            return SKIP  # its request was open at the flush, and was emitted then as unanswered
-        if ex.completed_at is not None:
-            path = paths[ex.completed_at >> FILE_SHIFT]
-            if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
-                return SKIP
-            first_ns = _ns(ex.request_time or ex.response_time)
-            if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
-                return EMIT
-            # given up at the session's end before, as it stood then
-            answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
-            since = self.previous_end_ns
-            return LATE if answered_ns is not None and since is not None and answered_ns > since else SKIP
-        if self.stale_to_ns is None:
-            return SKIP
-        first_ns = _ns(ex.request_time or ex.response_time)
-        if first_ns is None:
-            return EMIT
-        stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
-        return EMIT if stale else SKIP
-
-
-def _ns(when) -> int | None:
-    return None if when is None else int(when.timestamp() * 1_000_000) * 1000
 
 
 def plan_partitions(

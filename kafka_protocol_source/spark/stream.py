@@ -36,8 +36,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, sessions, summarize
+from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
-from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, EmitRule, PartitionReader
+from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up

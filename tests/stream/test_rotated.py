@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.spark.partition_reader import ANSWERED_LATE
+from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE
 from tests.cuts import Cut, pieces, segments_of
 from tests.samples.catalog import sample
 
