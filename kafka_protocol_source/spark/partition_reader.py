@@ -21,11 +21,11 @@ from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
 from ..pipeline import CaptureOptions, read_with
-from ..spec.api_keys import RECORDS_VIEW_APIS
+from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
 from ..views.records import record_row_size, record_rows
-from ..views.topic_names import AwaitingNames, TopicNames
+from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdNaming, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
 from .emit_rule import ANSWERED_LATE, LATE, SKIP, EmitRule
@@ -122,8 +122,9 @@ class PartitionReader:
         with long_lived_frozen():
             if o.view == "exchanges":  # _rows gives the exchanges themselves, each added to the batch as it comes
                 corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-                batch = ExchangeBatch(builder, encoders, response_error_codes(registry), corrupt)
-                for ex in self._rows(partition):
+                naming = IdNaming() if TOPIC_NAMES in self.schema.fieldNames() else None
+                batch = ExchangeBatch(builder, encoders, response_error_codes(registry), corrupt, naming)
+                for ex in self._rows(partition, naming):
                     batch.add(ex)
                     if len(batch) >= BATCH_ROWS:
                         yield batch.build()
@@ -139,18 +140,12 @@ class PartitionReader:
             if rows:
                 yield builder.build(rows)
 
-    def _rows(self, partition: CapturePartition):
-        """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges."""
+    def _rows(self, partition: CapturePartition, naming: IdNaming | None = None):
+        """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges
+        (``naming``: a typed view's topic names, to be taught the names the read gives)."""
         o = self.options
         if partition.notice is not None:
-            if o.view == "exchanges" and o.mode == "PERMISSIVE":
-                yield notice_row(partition.path, partition.notice)
-            elif o.view != "records" and o.mode == "PERMISSIVE":
-                yield exchange_row(notice_row(partition.path, partition.notice), None)
-            elif o.mode == "FAILFAST":
-                raise RuntimeError(
-                    f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: {partition.notice}"
-                )
+            yield from self._notice_rows(partition)
             return
         records_view = o.view == "records"
         derived = o.view in DERIVED_VIEWS
@@ -158,6 +153,10 @@ class PartitionReader:
         shared = shared_apis(o.view)
         if derived:
             apis = apis_needed(o.view, self.apis)
+        naming_only: frozenset[int] = frozenset()  # decoded for the names they give, not rows of the view
+        if naming is not None and apis is not None:
+            naming_only = TOPIC_NAMING_APIS - apis
+            apis = apis | naming_only
         paths = partition.paths
         options = CaptureOptions(
             o.ports,
@@ -176,27 +175,40 @@ class PartitionReader:
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
-        names = TopicNames() if shared is None else self._topic_names(partition, options, keeps, not own_only)
+        if shared is not None:
+            names = self._topic_names(partition, options, keeps, not own_only)
+        elif naming is not None:  # a slice reads its own connections only: the names may be elsewhere
+            names = naming.names = self._topic_names(partition, options, keeps, partition.count <= 1)
+        else:
+            names = TopicNames()
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
-        emit = partition.emit
-        awaiting = AwaitingNames(names)
-        if emit is not None:
-            exchanges = _emitted(exchanges, emit, paths, names if records_view else None)
-        for ex in exchanges:
-            if not keeps(ex):
-                continue
-            if records_view:
+        if partition.emit is not None:
+            exchanges = _emitted(exchanges, partition.emit, paths, names if records_view or naming else None)
+        kept = (ex for ex in exchanges if keeps(ex))
+        if records_view:
+            yield from _named_records(kept, names)
+        elif naming is None:
+            yield from kept
+        else:
+            for ex in kept:
                 names.learn(ex)
-                for row in record_rows(ex, names):
-                    if row["topic"] is None and row["topic_id"]:
-                        yield from awaiting.hold(row, record_row_size(row))
-                    else:
-                        yield row
-            else:
-                yield ex
-        yield from awaiting.release()
+                if ex.api_key not in naming_only:
+                    yield ex
+
+    def _notice_rows(self, partition: CapturePartition):
+        """Instead of reading: the one row that says what is wrong with the file (as the mode says)."""
+        o = self.options
+        assert partition.notice is not None, "only a partition with a notice is read this way"
+        if o.view == "exchanges" and o.mode == "PERMISSIVE":
+            yield notice_row(partition.path, partition.notice)
+        elif o.view != "records" and o.mode == "PERMISSIVE":
+            yield exchange_row(notice_row(partition.path, partition.notice), None)
+        elif o.mode == "FAILFAST":
+            raise RuntimeError(
+                f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: {partition.notice}"
+            )
 
     def _topic_names(self, partition: CapturePartition, options: CaptureOptions, keeps, complete: bool) -> TopicNames:
         """Where the names of topic ids this read's connections do not give come from: a read of
@@ -223,6 +235,20 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _named_records(exchanges, names: TopicNames):
+    """The records view's rows of ``exchanges``; a row whose topic id is not named yet waits
+    (``AwaitingNames``) for a name the read may give later."""
+    awaiting = AwaitingNames(names)
+    for ex in exchanges:
+        names.learn(ex)
+        for row in record_rows(ex, names):
+            if row["topic"] is None and row["topic_id"]:
+                yield from awaiting.hold(row, record_row_size(row))
+            else:
+                yield row
+    yield from awaiting.release()
 
 
 def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):

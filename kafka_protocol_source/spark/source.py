@@ -25,9 +25,10 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
-from pyspark.sql.types import BinaryType, StructField, StructType
+from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
 
 from ..codec.decoder import decoder_for
+from ..views.topic_names import TOPIC_NAMES, names_topics_by_id
 from .options import OptionError, ReadOptions
 from .partition_reader import CapturePartition, PartitionReader, plan_partitions
 from .paths import expand
@@ -87,6 +88,8 @@ def default_schema(options: ReadOptions) -> StructType:
                     typed_body_type(registry, response.name, [v for v in versions if v in response.valid_versions]),
                 )
             )
+            if names_topics_by_id(registry, options.api_key, versions):
+                schema = StructType([*schema.fields, StructField(TOPIC_NAMES, MapType(StringType(), StringType()))])
     if options.corrupt_requested and options.view == "exchanges":
         schema = StructType([*schema.fields, StructField(options.corrupt_column, BinaryType())])
     return schema

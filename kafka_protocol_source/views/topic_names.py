@@ -15,6 +15,10 @@ is handed (``TopicNames(elsewhere=...)``) a way to the ``first_names`` of a read
 connection, fetched at most once, and from then on names an id from them as soon as it meets it.
 A stream's micro-batch cannot see past its packets: its way is back, to the names its capture
 session's earlier files give (``spark.naming_pass.earlier_names``).
+
+The typed views of apis that name topics by id give each row's ids and their names
+(``IdNaming``, the ``topic_names`` column). Their rows are not held: the first id a reader cannot
+name yet makes it look ahead.
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from ..spec.api_keys import TOPIC_NAMING_APIS
+from ..spec.field_paths import field_paths
+from ..spec.registry import SpecRegistry
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+TOPIC_ID = "topic_id"
+TOPIC_NAMES = "topic_names"  # the typed views' column of each row's ids and their names
 HOLD_BUDGET = 32 << 20  # bytes of rows one reader holds for a name its capture may give later
 
 
@@ -110,3 +118,57 @@ def first_names(exchanges: Iterable) -> dict[str, str]:
         for topic_id, name in _named(ex):
             names.setdefault(topic_id, name)
     return names
+
+
+class IdNaming:
+    """The ``topic_names`` of a typed view's rows: each topic id a row's bodies hold, with its
+    name as ``names`` knows it (looking ahead, once, for the first id it does not know)."""
+
+    def __init__(self, names: TopicNames | None = None):
+        self.names = names if names is not None else TopicNames()
+
+    def of(self, exchange) -> list[tuple[str, str | None]] | None:
+        """(id, name) pairs in the order the bodies hold them; None: the row names no topic by id."""
+        ids = topic_ids(exchange.request, exchange.response)
+        if not ids:
+            return None
+        names = self.names
+        if not names.looked_ahead and any(names.name(i) is None for i in ids):
+            names.look_ahead()
+        return [(i, names.name(i)) for i in ids]
+
+
+def topic_ids(*bodies) -> list[str]:
+    """The topic ids in decoded ``bodies`` (the zero UUID, "no id", left out), each once."""
+    found: dict[str, None] = {}
+    for body in bodies:
+        if body:
+            _collect_ids(body, found)
+    return list(found)
+
+
+def _collect_ids(value, found: dict[str, None]) -> None:
+    if type(value) is list:
+        for item in value:
+            if type(item) is dict or type(item) is list:
+                _collect_ids(item, found)
+        return
+    for key, v in value.items():
+        t = type(v)
+        if t is dict or (t is list and key != "records"):  # record batches name no topics
+            _collect_ids(v, found)
+        elif key == TOPIC_ID and v and v != ZERO_UUID:
+            found[v] = None
+
+
+def names_topics_by_id(registry: SpecRegistry, api_key: int, versions) -> bool:
+    """Whether the request or response of ``api_key`` has a topic id at any of ``versions``."""
+    for message in (registry.request(api_key), registry.response(api_key)):
+        if message is None:
+            continue
+        for version in versions:
+            if version in message.valid_versions and field_paths(
+                registry.resolved(message.name, version), lambda f: f.name == TOPIC_ID
+            ):
+                return True
+    return False

@@ -22,7 +22,7 @@ import pytest
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
-from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_of
+from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions
 from kafka_protocol_source.spark.source import default_schema
 from kafka_protocol_source.views import topic_names
 from kafka_protocol_source.views.records import record_row_size
@@ -30,68 +30,14 @@ from kafka_protocol_source.views.topic_names import first_names
 
 from ..cuts import Cut, segments_of
 from .expected import TANSU_CONFLUENT
-from .test_splits import _endpoints
-
-NEW_CLIENT_PORT = 61001
-LATE_COPIES = 5  # clients, each the session's late part: enough packets for their late starts to settle
-
-
-def _port(address: str) -> int:
-    return int(address.rsplit(":", 1)[1])
-
-
-def _as_client(segments, broker_port: int, ip: str, shift_ns: int) -> list:
-    """``segments`` moved in time by ``shift_ns``, their client at ``ip``."""
-    return [
-        s._replace(
-            timestamp_ns=s.timestamp_ns + shift_ns,
-            **({"dst_ip": ip} if s.src_port == broker_port else {"src_ip": ip}),
-        )
-        for s in segments
-    ]
-
-
-def _session() -> tuple[list, int, int]:
-    """The confluent session's exchanges, the client port of its first naming response and the
-    broker's port."""
-    whole = list(read_capture(TANSU_CONFLUENT))
-    fetch = next(e for e in whole if e.api_key == 1 and e.api_version >= 13)
-    naming = next(e for e in whole if first_names([e]))
-    return whole, _port(naming.client_address), _port(fetch.broker_address)
-
-
-def _late_clients() -> tuple:
-    """The session from its first Fetch by id, as five clients side by side, a millisecond apart."""
-    whole, naming_port, broker_port = _session()
-    first_fetch = next(e.request_packet for e in whole if e.api_key == 1 and e.api_version >= 13)
-    late = [s for s in segments_of(TANSU_CONFLUENT) if s.packet_index >= first_fetch]
-    assert naming_port not in {p for s in late for p in (s.src_port, s.dst_port)}  # that client is gone
-    clients = (s for k in range(LATE_COPIES) for s in _as_client(late, broker_port, f"10.0.{k}.2", k * 1_000_000))
-    return tuple(sorted(clients, key=lambda s: s.timestamp_ns))
-
-
-@pytest.fixture(scope="module")
-def never_named(tmp_path_factory) -> Path:
-    """The five clients alone: nothing in it names the ids their Fetches use."""
-    return Cut(_late_clients()).write(tmp_path_factory.mktemp("never_named") / "never_named.pcap")
-
-
-@pytest.fixture(scope="module")
-def named_later(tmp_path_factory) -> Path:
-    """The five clients, then the session's first naming connection replayed on a port of its own."""
-    clients = _late_clients()
-    _, port, _ = _session()
-    connection = [s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port)]
-    shift = clients[-1].timestamp_ns - connection[0].timestamp_ns + 1_000_000_000
-    replayed = tuple(
-        s._replace(
-            timestamp_ns=s.timestamp_ns + shift,
-            src_port=NEW_CLIENT_PORT if s.src_port == port else s.src_port,
-            dst_port=NEW_CLIENT_PORT if s.dst_port == port else s.dst_port,
-        )
-        for s in connection
-    )
-    return Cut(clients + replayed).write(tmp_path_factory.mktemp("named_later") / "named_later.pcap")
+from .named_captures import (
+    NEW_CLIENT_PORT,
+    as_client,
+    late_clients,
+    port_of,
+    session,
+    slices_apart,
+)
 
 
 def _rows(view: str, path: Path, count: int = 1) -> list[dict]:
@@ -100,17 +46,6 @@ def _rows(view: str, path: Path, count: int = 1) -> list[dict]:
     parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
     assert len(parts) == count
     return [r for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
-
-
-def _slices_apart(path: Path) -> int:
-    """A number of slices in which the naming connection is read by a slice of its own."""
-    exchanges = list(read_capture(path))
-    naming = {_endpoints(e) for e in exchanges if first_names([e])}
-    others = {_endpoints(e) for e in exchanges} - naming
-    for count in range(2, 65):
-        if {slice_of(n, count) for n in naming}.isdisjoint(slice_of(o, count) for o in others):
-            return count
-    raise AssertionError("no count puts it apart")
 
 
 def _fetched(rows: list[dict]) -> dict:
@@ -123,7 +58,7 @@ def test_the_ids_are_named_only_after_the_fetches_that_use_them(named_later):
     naming = [e for e in exchanges if first_names([e])]
     assert fetches and naming
     assert max(e.response_time for e in fetches) < min(e.response_time for e in naming)
-    assert {_port(e.client_address) for e in naming} == {NEW_CLIENT_PORT}
+    assert {port_of(e.client_address) for e in naming} == {NEW_CLIENT_PORT}
     # and some of them are read before the naming is: a late start is settled within the capture
     first_named = min(e.completed_at for e in naming)
     assert any(e.completed_at is not None and e.completed_at < first_named for e in fetches)
@@ -141,7 +76,7 @@ def test_fetched_records_are_named_as_in_the_whole_session(named_later):
 def test_split_reads_name_them_as_one_partition_does(named_later, view):
     one = _rows(view, named_later)
     naming_pass.forget()
-    split = _rows(view, named_later, _slices_apart(named_later))
+    split = _rows(view, named_later, slices_apart(named_later))
     fetched = [r for r in one if view == "lag" or r["direction"] == "fetch"]
     assert fetched and all(r["topic"] for r in fetched)
     assert Counter(map(repr, split)) == Counter(map(repr, one))
@@ -202,13 +137,13 @@ def named_earlier(tmp_path_factory) -> Path:
     """A rotated capture: the session's first naming connection; 4 s later, the last second of
     one of the five clients, as a client of its own; 2 s later, the five clients."""
     folder = tmp_path_factory.mktemp("named_earlier")
-    _, port, broker_port = _session()
+    _, port, broker_port = session()
     Cut(tuple(s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port))).write(folder / "0.pcap")
-    clients = _late_clients()
+    clients = late_clients()
     first = [s for s in clients if "10.0.0.2" in (s.src_ip, s.dst_ip)]
     last_second = [s for s in first if s.timestamp_ns >= first[-1].timestamp_ns - 1_000_000_000]
     shift = clients[0].timestamp_ns - 2_000_000_000 - last_second[-1].timestamp_ns
-    Cut(tuple(_as_client(last_second, broker_port, "10.0.9.2", shift))).write(folder / "1.pcap")
+    Cut(tuple(as_client(last_second, broker_port, "10.0.9.2", shift))).write(folder / "1.pcap")
     Cut(clients).write(folder / "2.pcap")
     return folder
 
