@@ -178,7 +178,7 @@ class PartitionReader:
         if shared is not None:
             names = self._topic_names(partition, options, keeps, not own_only)
         elif naming is not None:  # a slice reads its own connections only: the names may be elsewhere
-            names = naming.names = self._topic_names(partition, options, keeps, partition.count <= 1)
+            names = naming.names = self._topic_names(partition, options, self._teaches, partition.count <= 1)
         else:
             names = TopicNames()
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
@@ -186,15 +186,17 @@ class PartitionReader:
             return
         if partition.emit is not None:
             exchanges = _emitted(exchanges, partition.emit, paths, names if records_view or naming else None)
-        kept = (ex for ex in exchanges if keeps(ex))
         if records_view:
-            yield from _named_records(kept, names)
+            yield from _named_records((ex for ex in exchanges if keeps(ex)), names)
         elif naming is None:
-            yield from kept
+            yield from (ex for ex in exchanges if keeps(ex))
         else:
-            for ex in kept:
-                names.learn(ex)
-                if ex.api_key not in naming_only:
+            for ex in exchanges:
+                if ex.api_key in naming_only:
+                    if self._teaches(ex):
+                        names.learn(ex)
+                elif keeps(ex):
+                    names.learn(ex)
                     yield ex
 
     def _notice_rows(self, partition: CapturePartition):
@@ -226,6 +228,11 @@ class PartitionReader:
         """Whether the rows of this exchange (or of its records) are kept: of the requested
         version, and kept by the read mode."""
         return _of_requested_version(ex, self.options) and self._mode_keeps(ex)
+
+    def _teaches(self, ex) -> bool:
+        """Whether an exchange read only for the topic names it gives (not a row of the view)
+        teaches them: as the read mode would keep it, but a malformed one never fails the read."""
+        return self.options.mode == "PERMISSIVE" or ex.status not in MALFORMED_STATUSES
 
     def _mode_keeps(self, ex) -> bool:
         """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""

@@ -31,6 +31,24 @@ def _packet_offsets(data: bytes) -> list[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def corrupted(tmp_path_factory):
+    data, victim, corrupted_payload = _corrupt_metadata_request()
+    packets = _packet_offsets(data)
+    cut_at, length = packets[-30]
+    path = tmp_path_factory.mktemp("corrupt") / "corrupted.pcap"
+    path.write_bytes(bytes(data[: cut_at + length // 2]))
+    return path, victim, corrupted_payload
+
+
+@pytest.fixture(scope="module")
+def corrupted_uncut(tmp_path_factory):
+    """The sample with the same Metadata request overwritten, and nothing else wrong."""
+    data, _, _ = _corrupt_metadata_request()
+    path = tmp_path_factory.mktemp("corrupt_uncut") / "corrupted_uncut.pcap"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _corrupt_metadata_request():
     data = bytearray(TANSU_CONFLUENT.read_bytes())
     packets = _packet_offsets(data)
     victim = [e for e in exchanges(TANSU_CONFLUENT) if e.api_name == "Metadata"][2]
@@ -43,11 +61,7 @@ def corrupted(tmp_path_factory):
     data[body : body + 8] = b"\xff" * 8
     size = struct.unpack_from(">i", data, kafka)[0]
     assert kafka + 4 + size <= frame_at + packets[victim.request_packet][1]  # the request is in this one packet
-    corrupted_payload = bytes(data[kafka + 4 : kafka + 4 + size])
-    cut_at, length = packets[-30]
-    path = tmp_path_factory.mktemp("corrupt") / "corrupted.pcap"
-    path.write_bytes(bytes(data[: cut_at + length // 2]))
-    return path, victim, corrupted_payload
+    return data, victim, bytes(data[kafka + 4 : kafka + 4 + size])
 
 
 def rows(df):
@@ -103,6 +117,19 @@ def test_permissive_is_the_default_and_the_schema_can_ask_for_the_corrupt_column
     )
     assert len(user) == 1 and b"\xff" * 8 in user[0]._corrupt_record
     assert Counter(r.status for r in rows(default)) == Counter(e.status for e in exchanges(path))
+
+
+def test_a_typed_view_fails_fast_on_its_own_rows_only(spark, corrupted_uncut):
+    """A typed Fetch view decodes Metadata for the topic names it gives, not as rows: a malformed
+    Metadata frame is no reason for it to fail (a typed Metadata view does fail)."""
+    read = spark.read.format("kafka-wire").option("mode", "FAILFAST")
+    fetches = [e for e in exchanges(corrupted_uncut) if e.api_name == "Fetch"]
+    typed = read.option("api", "Fetch").load(str(corrupted_uncut)).select("correlation_id", "topic_names")
+    got = typed.collect()
+    assert sorted(r.correlation_id for r in got) == sorted(e.correlation_id for e in fetches)
+    assert all(r.topic_names and None not in r.topic_names.values() for r in got)
+    with pytest.raises(Exception, match=r"MALFORMED_RECORD_IN_PARSING"):
+        read.option("api", "Metadata").load(str(corrupted_uncut)).collect()
 
 
 def test_dropmalformed_drops_bad_frames_and_keeps_the_good_ones(spark, corrupted):
