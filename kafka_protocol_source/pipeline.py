@@ -1,7 +1,7 @@
 """``read_capture``: one capture (a file, or the files of one rotated session) in, exchanges out.
 
 The one module above the stages: it wires capture readers -> TCP reassembly -> connections ->
-pairing, hands framing a body decoder (the codec's, adapted to ``framing.decoding``), and
+pairing, hands framing a body decoder (the codec's, adapted by ``body_decoder``), and
 streams: exchanges are yielded as they complete, and nothing holds a whole file. Problems with
 the file itself (a truncated last record, an unsupported link type) become exchanges with
 status ``capture_error`` so they are seen, not lost. No exception escapes for a file that could
@@ -20,20 +20,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
+from .body_decoder import CodecBodies
 from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
 from .capture.runs import RecordRuns
 from .capture.source import detect_format
-from .codec.decoder import Decoder, decoder_for
-from .codec.errors import DecodeError
+from .codec.decoder import decoder_for
 from .framing.connection import Connection
 from .framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
-from .framing.decoding import UndecodableBody
 from .framing.dumps import is_dump, read_dump
 from .framing.model import CAPTURE_ERROR, INTERNAL_ERROR, Exchange
 from .framing.sniff import KnownApis
 from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
-from .spec.api_keys import API_VERSIONS
 from .spec.headers import request_header_version
 from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, reassemble
 
@@ -136,105 +134,6 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
             yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
         return
     yield from _read_packets(paths, ctx, options, scope)
-
-
-class CodecBodies:
-    """The codec's ``Decoder`` as the ``framing.decoding.BodyDecoder`` framing is handed.
-
-    ``bundled``: the bundled definitions' decoder, when ``decoder``'s are a user's. Which api
-    and version a response whose request is missing can be read as (``response_layouts``,
-    ``exact_response_bodies``) is then asked of the apis and versions either defines: one the
-    user's file leaves out may still be what sent it."""
-
-    def __init__(
-        self,
-        decoder: Decoder,
-        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-        bundled: Decoder | None = None,
-    ):
-        self.decoder = decoder
-        self.bundled = bundled
-        self._layouts: dict[tuple[int, int], tuple[int, ...]] | None = None
-        self.max_decompressed_bytes = max_decompressed_bytes
-        self.registry = decoder.registry
-        self.source = decoder.registry.source
-        # (api key, version) pairs found defined, asked about for every frame; only those are
-        # kept, so what a peer's garbage asks about cannot grow them past the definitions' size
-        self._requests: set[tuple[int, int]] = set()
-        self._responses: set[tuple[int, int]] = set()
-
-    def defines_request(self, api_key: int, api_version: int) -> bool:
-        if (api_key, api_version) in self._requests:
-            return True
-        message = self.registry.request(api_key)
-        if message is None or api_version not in message.valid_versions:
-            return False
-        self._requests.add((api_key, api_version))
-        return True
-
-    def defines_response(self, api_key: int, api_version: int) -> bool:
-        if (api_key, api_version) in self._responses:
-            return True
-        if not self._defined(api_key, api_version):
-            # KIP-511: ApiVersions answers a version it does not know with a v0 body, which the decoder reads.
-            return api_key == API_VERSIONS and self.registry.response(api_key) is not None
-        self._responses.add((api_key, api_version))
-        return True
-
-    def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
-        if self.bundled is None:
-            return self.decoder.exact_response_bodies(payload, pairs)
-        ours: list[tuple[int, int]] = []
-        theirs: list[tuple[int, int]] = []
-        for pair in pairs:
-            (ours if self._defined(*pair) else theirs).append(pair)
-        found = self.decoder.exact_response_bodies(payload, ours)
-        found.update(self.bundled.exact_response_bodies(payload, theirs))
-        return found
-
-    def response_layouts(self) -> Mapping[tuple[int, int], tuple[int, ...]]:
-        if self._layouts is None:
-            layouts = dict(self.registry.response_layouts())
-            if self.bundled is not None:
-                for (api_key, _), versions in self.bundled.registry.response_layouts().items():
-                    left = tuple(v for v in versions if not self._defined(api_key, v))  # (still alike)
-                    if left:
-                        layouts[(api_key, left[0])] = left
-            self._layouts = layouts
-        return self._layouts
-
-    def response_tagged_fields(self, api_key: int, api_version: int) -> frozenset[str]:
-        if self.bundled is not None and not self._defined(api_key, api_version):
-            return self.bundled.registry.response_tagged_fields(api_key, api_version)
-        return self.registry.response_tagged_fields(api_key, api_version)
-
-    def _defined(self, api_key: int, api_version: int) -> bool:
-        message = self.registry.response(api_key)
-        return message is not None and api_version in message.valid_versions
-
-    def api_name(self, api_key: int) -> str | None:
-        return self.registry.api_name(api_key)
-
-    def decode_request(self, payload: bytes) -> dict:
-        try:
-            return self.decoder.decode_request(
-                payload, lenient=True, max_decompressed_bytes=self.max_decompressed_bytes
-            )
-        except DecodeError as e:
-            raise UndecodableBody(str(e)) from e
-
-    def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict:
-        try:
-            return self.decoder.decode_response(
-                payload,
-                api_key,
-                api_version,
-                request=request,
-                lenient=True,
-                max_decompressed_bytes=self.max_decompressed_bytes,
-            )
-        except DecodeError as e:
-            raise UndecodableBody(str(e)) from e
 
 
 @lru_cache(maxsize=1)
