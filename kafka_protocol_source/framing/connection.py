@@ -92,7 +92,9 @@ class Connection:
             return self._decide()
         if self.kafka and not self.tls:
             return self._route(
-                self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index), ev.direction
+                self.framers[ev.direction].feed(ev.offset, ev.data, ev.timestamp_ns, ev.packet_index),
+                ev.direction,
+                ev.packet_index,
             )
         if self.tls:  # the TLS row's sizes (a Kafka connection's rows size their own frames)
             self.bytes_seen[ev.direction] = self.bytes_seen.get(ev.direction, 0) + len(ev.data)
@@ -105,7 +107,9 @@ class Connection:
             return self._decide()
         if self.kafka and not self.tls:
             return self._route(
-                self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns), ev.direction
+                self.framers[ev.direction].gap(ev.offset, ev.length, ev.reason, ev.timestamp_ns),
+                ev.direction,
+                self.ctx.position,
             )
         return []
 
@@ -116,9 +120,10 @@ class Connection:
             return out
         if self.tls:
             return [*out, self._tls_row()]
+        at = self.ctx.position  # (None at the end of the input: what is open stays open)
         for direction, framer in self.framers.items():
-            out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction)
-        return out + self._paired().finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]))
+            out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction, at)
+        return out + self._paired().finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]), at)
 
     # -- deciding ---------------------------------------------------------------------
 
@@ -286,8 +291,8 @@ class Connection:
 
     # -- output -----------------------------------------------------------------------
 
-    def _route(self, items: list, direction: Direction) -> list[Exchange]:
-        return self._paired().take(items, direction == self.client) if items else []
+    def _route(self, items: list, direction: Direction, at: int | None) -> list[Exchange]:
+        return self._paired().take(items, direction == self.client, at) if items else []
 
     def _tls_row(self) -> Exchange:
         client = self._decided_client()

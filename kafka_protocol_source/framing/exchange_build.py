@@ -33,9 +33,11 @@ def build_exchange(
     response_size=None,
     request_span=None,
     response_span=None,
+    completed_at: int | None = None,
 ) -> Exchange | None:
     """The exchange of a request frame and its response (either may be None), as the row says it;
-    None when ``filtering`` and the context does not want it (its api or its time)."""
+    None when ``filtering`` and the context does not want it (its api or its time).
+    ``completed_at``: see ``Exchange`` (the pairer knows what decided the row)."""
     connection_id, client, broker = ids
     api_key: int | None
     api_version: int | None
@@ -110,7 +112,7 @@ def build_exchange(
         raw_response=raw_response,
         request_packet=request_packet,
         response_packet=response_packet,
-        completed_at=ctx.position,
+        completed_at=completed_at,
         stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
         request_span=request_span or _span(frame),
         response_span=response_span or _span(response_frame),
@@ -118,12 +120,28 @@ def build_exchange(
 
 
 def answered(
-    ctx, ids: tuple[str, str | None, str | None], frame: Frame, decoded: dict, response_frame: Frame, response: dict
+    ctx,
+    ids: tuple[str, str | None, str | None],
+    frame: Frame,
+    decoded: dict,
+    response_frame: Frame,
+    response: dict,
+    completed_at: int | None = None,
 ) -> Exchange:
     """``build_exchange`` of the usual row, built without its general cases: an ``ok`` exchange of
     two whole frames, both decoded with nothing to note, read without filters."""
     if _remarkable(decoded) or _remarkable(response):
-        row = build_exchange(ctx, ids, False, OK, frame, decoded, response_frame=response_frame, response=response)
+        row = build_exchange(
+            ctx,
+            ids,
+            False,
+            OK,
+            frame,
+            decoded,
+            response_frame=response_frame,
+            response=response,
+            completed_at=completed_at,
+        )
         assert row is not None, "only a filtering read leaves a row out"
         return row
     api_key = decoded["api_key"]
@@ -159,7 +177,7 @@ def answered(
         frame.offset,
         (frame.offset, request_size),
         (response_frame.offset, response_size),
-        ctx.position,
+        completed_at,
     )
 
 

@@ -52,6 +52,9 @@ class Frame:
     first_ns: int | None
     last_ns: int | None
     first_packet: int | None
+    # The latest packet (highest index) that carried any of its bytes: where the frame was whole,
+    # in every read of the capture that has it, however late a read joining mid-stream framed it.
+    last_packet: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +87,13 @@ class Exchange:
     # captured payload byte of a Kafka connection lies in exactly one row's span
     request_span: tuple[int, int] | None = None
     response_span: tuple[int, int] | None = None
-    # Where the row was complete: global index of the packet whose reading produced it (see
-    # CaptureContext.locate), None when only the end of the input did (still open then). The
-    # streaming reader emits each row once, in the micro-batch holding this packet.
+    # Where the row was complete, by its content: global index (see CaptureContext.locate) of
+    # the packet whose bytes completed it (the latest packet of its frames, or of the frame that
+    # decided it, as a later response decides a Produce with acks=0 got none), or of the packet
+    # that closed its connection; None when only the end of the input did (still open then).
+    # Every read that completes the row names the same packet, wherever it started and however
+    # long it held bytes before framing them: the streaming reader emits each row once, in the
+    # micro-batch holding this packet.
     completed_at: int | None = None
 
 

@@ -82,14 +82,18 @@ class Pairer:
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
         self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
+        self.at: int | None = None  # the packet that decided the item being taken (see completed_at)
 
     def pending_ids(self):
         return self.pending.keys()
 
-    def take(self, items: list, is_request: bool) -> list[Exchange]:
+    def take(self, items: list, is_request: bool, at: int | None = None) -> list[Exchange]:
         """What a framer cut from one side (frames, frames cut short, bytes skipped) in; the
-        exchanges that completed out."""
+        exchanges that completed out. Each item is decided by its bytes (its ``last_packet``),
+        or else by the event at packet ``at`` (a gap, the connection's close; None: the end of
+        the input, which completes nothing)."""
         for item in items:
+            self.at = item.last_packet if item.last_packet is not None else at
             if isinstance(item, Skipped):
                 self.skipped(item, is_request)
             elif isinstance(item, Partial):
@@ -270,7 +274,10 @@ class Pairer:
         if status == OK and not deviated and not self.filtering and pending.decoded is not None and not pending.note:
             request_frame = pending.frame
             if type(request_frame) is Frame:
-                self.out.append(answered(self.ctx, self.ids, request_frame, pending.decoded, frame, response))
+                completed_at = self._completed_at(request_frame, frame)
+                self.out.append(
+                    answered(self.ctx, self.ids, request_frame, pending.decoded, frame, response, completed_at)
+                )
                 return
         if deviated:
             status = MALFORMED if status == OK else status
@@ -293,10 +300,14 @@ class Pairer:
         if reading.pair is not None and correlation_id is not None:
             client_id = next(iter(self.client_ids)) if len(self.client_ids) == 1 else None
             header = new_request_header(0, *reading.pair, correlation_id, client_id, 0)
+        # Complete where the response is whole, whatever decided that no request comes (a close, the
+        # end): a read that holds its request pairs it there, and the two must name one micro-batch.
+        completed_at = frame.last_packet if frame.last_packet is not None else self._completed_at(None, frame)
         self._emit(
             REQUEST_MISSING,
             None,
             None,
+            completed_at=completed_at,
             response_frame=frame,
             response=reading.response,
             header=header,
@@ -343,7 +354,7 @@ class Pairer:
         else:
             error = f"{skip.reason} at stream offset {skip.offset} of the {side} side"
             span = (skip.offset, 0)
-        frame = Frame(b"", skip.offset, skip.first_ns, skip.first_ns, skip.first_packet)
+        frame = Frame(b"", skip.offset, skip.first_ns, skip.first_ns, skip.first_packet, skip.last_packet)
         if is_request:
             self._emit(GAP, frame, None, error=error, request_size=skip.length, request_span=span)
         else:
@@ -352,7 +363,9 @@ class Pairer:
                 GAP, None, None, response_frame=frame, error=error, response_size=skip.length, response_span=span
             )
 
-    def finish(self, why: str = "no response before the end of the capture") -> list[Exchange]:
+    def finish(self, why: str = "no response before the end of the capture", at: int | None = None) -> list[Exchange]:
+        """Rows for all still pending: the connection closed at packet ``at`` (None: the input ended)."""
+        self.at = at
         while self.acks0:
             self._no_response(self.acks0.popleft())
         while self.orphans:
@@ -395,9 +408,28 @@ class Pairer:
         )
 
     def _emit(self, status: str, frame, decoded: dict | None, **kw) -> None:
-        exchange = build_exchange(self.ctx, self.ids, self.filtering, status, frame, decoded, **kw)
+        if "completed_at" in kw:
+            completed_at = kw.pop("completed_at")
+        else:
+            completed_at = self._completed_at(frame, kw.get("response_frame"))
+        exchange = build_exchange(
+            self.ctx, self.ids, self.filtering, status, frame, decoded, completed_at=completed_at, **kw
+        )
         if exchange is not None:
             self.out.append(exchange)
+
+    def _completed_at(self, frame, response_frame) -> int | None:
+        """Where a row is complete (``Exchange.completed_at``): the packet that decided the item
+        being taken, or the latest of its own frames' where later (a response held until its
+        request was framed ends after that request). None while the end of the input decides."""
+        at = self.at
+        if at is None:
+            return None
+        for part in (frame, response_frame):
+            packet = getattr(part, "last_packet", None)
+            if packet is not None and packet > at:
+                at = packet
+        return at
 
 
 def _unknown(ctx, header: RequestHeader) -> str:

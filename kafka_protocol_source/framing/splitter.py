@@ -1,8 +1,8 @@
 """Cut one direction's byte stream into Kafka's int32 size-prefixed frames.
 
-Owns buffering, the frame-size cap, capture times per frame, and resynchronising: a stream
-that starts mid-frame (capture started late) or resumes after a gap is scanned for the next
-position where a frame plausibly starts, as judged by the caller's ``looks_like_start``
+Owns buffering, the frame-size cap, capture times and packets per frame, and resynchronising:
+a stream that starts mid-frame (capture started late) or resumes after a gap is scanned for the
+next position where a frame plausibly starts, as judged by the caller's ``looks_like_start``
 (see ``sniff``: a plausible header that the following bytes confirm). A candidate whose
 confirmation needs bytes that have not arrived is waited for, unless a confirmed frame start
 lies inside the span it claims: then the claim was bytes that only looked like a header, and
@@ -23,7 +23,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, replace
 
-from .model import new_frame
+from .model import Frame, new_frame
 from .sniff import CONFIRMED, MAYBE, AnswerAt, CutStart, StartCheck, first_confirmed
 
 _SIZE = struct.Struct(">i")
@@ -46,6 +46,7 @@ class Skipped:
     first_packet: int | None
     reason: str
     captured: bool = True
+    last_packet: int | None = None  # see ``Frame``; None when a gap or the end decided it, not bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class Partial:
     first_packet: int | None
     reason: str
     span: int | None = None  # stream bytes it covers, gaps included, where more than the part present
+    last_packet: int | None = None  # see ``Skipped``
 
 
 class DirectionFramer:
@@ -110,7 +112,7 @@ class DirectionFramer:
                 self.times.clear()
                 self.times.append((offset, ns, packet))
                 self.chunk_starts.clear()
-                return [new_frame(data[4:] if type(data) is bytes else bytes(data[4:]), offset, ns, ns, packet)]
+                return [new_frame(data[4:] if type(data) is bytes else bytes(data[4:]), offset, ns, ns, packet, packet)]
         return self._buffered(offset, data, ns, packet)
 
     def _buffered(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
@@ -127,6 +129,9 @@ class DirectionFramer:
 
         The missing bytes are said once: by the frame they cut, or else by a row of their own.
         """
+        return _decided_by_event(self._gap(offset, length, reason, ns))
+
+    def _gap(self, offset: int, length: int, reason: str, ns: int | None) -> list:
         out: list = []
         if not self.in_sync and self.cut is None and self.cut_start is not None:
             self._cut_from_candidate(offset + length, out)
@@ -203,7 +208,7 @@ class DirectionFramer:
         out = self._drain(final=True)
         out += self._cut_pending(why)
         self._restart(None)
-        return out
+        return _decided_by_event(out)
 
     # -- internals --------------------------------------------------------------------
 
@@ -227,9 +232,8 @@ class DirectionFramer:
                 break
             start = self.base + self.pos
             payload = bytes(buf[self.pos + 4 : self.pos + 4 + size])
-            first_ns, first_packet = self._time_at(start)
-            last_ns, _ = self._time_at(start + 3 + size)
-            out.append(new_frame(payload, start, first_ns, last_ns, first_packet))
+            first_ns, first_packet, last_ns, last_packet = self._times_of(start, start + 3 + size)
+            out.append(new_frame(payload, start, first_ns, last_ns, first_packet, last_packet))
             self.pos += 4 + size
         self._compact()
         return out
@@ -244,7 +248,7 @@ class DirectionFramer:
             self.pos = len(self.buf)  # all of it the cut frame's (its span covers them)
             return False
         self.pos = at
-        out.append(replace(head, span=end - head.offset))
+        out.append(replace(head, span=end - head.offset, last_packet=self._time_at(end - 1)[1]))
         self.cut = None
         self.in_sync = True
         return True
@@ -331,11 +335,12 @@ class DirectionFramer:
         return found
 
     def _end_skip(self, out: list) -> None:
-        if self.skip_start is not None:
-            first_ns, first_packet = self._time_at(self.skip_start)
-            length = self.base + self.pos - self.skip_start
+        start = self.skip_start
+        if start is not None:
+            length = self.base + self.pos - start
             if length:
-                out.append(Skipped(self.skip_start, length, first_ns, first_packet, self.skip_reason))
+                first_ns, first_packet, _, last = self._times_of(start, start + length - 1)
+                out.append(Skipped(start, length, first_ns, first_packet, self.skip_reason, True, last))
             self.skip_start = None
 
     def _cut_pending(self, reason: str) -> list:
@@ -388,6 +393,21 @@ class DirectionFramer:
         if offset is None:
             self.cut = None
 
+    def _times_of(self, first: int, last: int) -> tuple[int | None, int | None, int | None, int | None]:
+        """(time and packet of the byte at ``first``, time of the byte at ``last``, the latest
+        packet carrying any byte from ``first`` to ``last``), in one pass over the chunks."""
+        first_ns = first_packet = last_ns = latest = None
+        for chunk_offset, ns, packet in self.times:
+            if chunk_offset > last:
+                break
+            if chunk_offset <= first:
+                first_ns, first_packet = ns, packet
+                latest = packet
+            elif packet is not None and (latest is None or packet > latest):
+                latest = packet
+            last_ns = ns
+        return first_ns, first_packet, last_ns, latest
+
     def _time_at(self, offset: int) -> tuple[int | None, int | None]:
         found: tuple[int | None, int | None] = (None, None)
         for chunk_offset, ns, packet in self.times:
@@ -410,3 +430,13 @@ class DirectionFramer:
             starts = self.chunk_starts
             if len(starts) > 1 or (starts and min(starts) < self.base):
                 self.chunk_starts = {o for o in starts if o >= self.base}
+
+
+def _decided_by_event(items: list) -> list:
+    """What a gap or the end of the input cut (bytes skipped, frames cut short) was decided
+    there, not by bytes: it carries no ``last_packet`` (the pairer takes the event's). Whole
+    frames keep theirs: they are whole by their bytes, whatever came after."""
+    return [
+        replace(item, last_packet=None) if type(item) is not Frame and item.last_packet is not None else item
+        for item in items
+    ]

@@ -18,9 +18,19 @@ from ..samples.catalog import sample, sample_names
 def _checked(calls: list):
     answered = pairing.answered
 
-    def both(ctx, ids, frame, decoded, response_frame, response):
-        fast = answered(ctx, ids, frame, decoded, response_frame, response)
-        general = build_exchange(ctx, ids, False, OK, frame, decoded, response_frame=response_frame, response=response)
+    def both(ctx, ids, frame, decoded, response_frame, response, completed_at):
+        fast = answered(ctx, ids, frame, decoded, response_frame, response, completed_at)
+        general = build_exchange(
+            ctx,
+            ids,
+            False,
+            OK,
+            frame,
+            decoded,
+            response_frame=response_frame,
+            response=response,
+            completed_at=completed_at,
+        )
         calls.append((fast, general))  # compared after the read: read_capture turns a raise into a row
         return fast
 
