@@ -22,8 +22,10 @@ SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
 @dataclass(frozen=True)
 class EmitRule:
     """Which rows of a re-read are a micro-batch's own: those completed by a packet past
-    ``new_from`` (packets already consumed, per file), and rows still open at the end whose
-    request went stale (no answer for the idle timeout) during this micro-batch.
+    ``new_from`` (packets already consumed, per file; ``completed_at`` names the packet by the
+    row's content, so every read that completes the row names the same one), and rows still
+    open at the end whose request went stale (no answer for the idle timeout) during this
+    micro-batch.
 
     A row completed in new packets that was open and stale at the session's end before
     (``previous_end_ns``) was given up then, as it stood: it is not emitted again, unless its

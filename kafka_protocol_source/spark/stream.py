@@ -15,11 +15,13 @@ closing, bytes skipped. A request still unanswered when the new packets end is h
 micro-batch re-reads it) until it has waited ``idleTimeout`` of the session's capture time, or
 the folder has had no new packet for ``quietTimeout`` of wall-clock time; then it is emitted
 once, as unanswered, and its answer, if one comes later, as the exchange again, saying so
-(``ANSWERED_LATE``). Staleness is each session's own: the offset keeps, per file, the time of
-the last packet consumed. So every exchange is emitted once, in the micro-batch where it
-completes, across restarts too, with one known exception: with an ``idleTimeout`` shorter than
-a micro-batch's span of capture time, a re-read that joins a connection mid-stream may confirm
-its frames later than the read before did, and emit a row again. A file being written is read
+(``ANSWERED_LATE``), or, once the re-read no longer reaches back to the request, as a response
+whose request is missing. Staleness is each session's own: the offset keeps, per file, the time
+of the last packet consumed. So every exchange is emitted once, in the micro-batch where it
+completes, across restarts too. Where it completes is told by its content (``completed_at``: the
+packet whose bytes completed it), not by when a read got to it: a re-read that joins a
+connection mid-stream frames its bytes later than the read before did, and a response whose
+request lies before the re-read is paired by the read before. A file being written is read
 up to its last whole packet and again as it grows. A records row whose topic id its re-read does
 not name takes the name the session's earlier files give (``naming_pass.earlier_names``); one
 given only later stays null.
