@@ -36,6 +36,7 @@ from .options import ReadOptions
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
 
 BATCH_ROWS = 2048
+HELD_PER_BYTE = 16  # about what a decoded exchange held for its topic names takes, per byte on the wire
 MAX_SPLITS_PER_FILE = 64
 DEFAULT_STITCH_TOLERANCE_NS = 60 * 10**9  # a rotated file starts within this of the last one's end
 
@@ -191,13 +192,18 @@ class PartitionReader:
         elif naming is None:
             yield from (ex for ex in exchanges if keeps(ex))
         else:
+            awaiting = naming.awaiting()
             for ex in exchanges:
                 if ex.api_key in naming_only:
                     if self._teaches(ex):
                         names.learn(ex)
                 elif keeps(ex):
                     names.learn(ex)
-                    yield ex
+                    if naming.waits(ex):
+                        yield from awaiting.hold(ex, HELD_PER_BYTE * ((ex.request_size or 0) + (ex.response_size or 0)))
+                    else:
+                        yield ex
+            yield from awaiting.release()
 
     def _notice_rows(self, partition: CapturePartition):
         """Instead of reading: the one row that says what is wrong with the file (as the mode says)."""

@@ -17,13 +17,13 @@ A stream's micro-batch cannot see past its packets: its way is back, to the name
 session's earlier files give (``spark.naming_pass.earlier_names``).
 
 The typed views of apis that name topics by id give each row's ids and their names
-(``IdNaming``, the ``topic_names`` column). Their rows are not held: the first id a reader cannot
-name yet makes it look ahead.
+(``IdNaming``, the ``topic_names`` column); their rows wait for names as records rows do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from ..spec.api_keys import TOPIC_NAMING_APIS
 from ..spec.field_paths import field_paths
@@ -71,19 +71,29 @@ class TopicNames:
 
 
 class AwaitingNames:
-    """Rows (dicts with ``topic`` and ``topic_id``) whose id was not known when they were read,
-    held until ``release`` names them, up to ``budget`` bytes: past it, the names look ahead (if
-    they can) and the rows held go out, named as well as is known then."""
+    """Rows whose topic id was not known when they were read, held until ``release`` names
+    them, up to ``budget`` bytes: past it, the names look ahead (if they can) and the rows held
+    go out, named as well as is known then. Rows are dicts with ``topic`` and ``topic_id``
+    (records, lag), or anything ``waits`` tells about and ``name`` names (a typed view's
+    exchanges: ``IdNaming``)."""
 
-    def __init__(self, names: TopicNames, budget: int | None = None):
+    def __init__(
+        self,
+        names: TopicNames,
+        budget: int | None = None,
+        waits: Callable[[Any], bool] | None = None,
+        name: Callable[[Any], None] | None = None,
+    ):
         self.names, self.budget = names, HOLD_BUDGET if budget is None else budget
-        self.rows: list[dict] = []
+        self.waits = waits or self._record_waits
+        self.name = name or self._name_record
+        self.rows: list = []
         self.size = 0
 
-    def hold(self, row: dict, size: int) -> Iterator[dict]:
+    def hold(self, row, size: int) -> Iterator:
         """The rows that go out now: none while ``row`` waits (``size``: about what it holds)."""
         if self.names.looked_ahead:  # no name will come later (the row was read before it looked)
-            row["topic"] = self.names.name(row["topic_id"])
+            self.name(row)
             yield row
             return
         self.rows.append(row)
@@ -92,15 +102,20 @@ class AwaitingNames:
             self.names.look_ahead()
             yield from self.release()
 
-    def release(self) -> Iterator[dict]:
+    def release(self) -> Iterator:
         """Every row held, named if its id was named."""
-        names = self.names
-        if not names.complete and any(names.name(row["topic_id"]) is None for row in self.rows):
-            names.look_ahead()  # others' connections may name it
+        if not self.names.complete and any(map(self.waits, self.rows)):
+            self.names.look_ahead()  # others' connections may name it
         for row in self.rows:
-            row["topic"] = names.name(row["topic_id"])
+            self.name(row)
             yield row
         self.rows, self.size = [], 0
+
+    def _record_waits(self, row: dict) -> bool:
+        return self.names.name(row["topic_id"]) is None
+
+    def _name_record(self, row: dict) -> None:
+        row["topic"] = self.names.name(row["topic_id"])
 
 
 def _named(exchange) -> Iterator[tuple[str, str]]:
@@ -122,20 +137,31 @@ def first_names(exchanges: Iterable) -> dict[str, str]:
 
 class IdNaming:
     """The ``topic_names`` of a typed view's rows: each topic id a row's bodies hold, with its
-    name as ``names`` knows it (looking ahead, once, for the first id it does not know)."""
+    name as ``names`` knows it. A row with an id not named yet waits (``awaiting``) as a
+    records row does."""
 
     def __init__(self, names: TopicNames | None = None):
         self.names = names if names is not None else TopicNames()
+
+    def awaiting(self) -> AwaitingNames:
+        """Where this read's rows wait for names (the names are those the read learns into)."""
+        return AwaitingNames(self.names, waits=self.waits, name=_named_when_added)
+
+    def waits(self, exchange) -> bool:
+        """Whether ``exchange`` holds a topic id not named yet."""
+        names = self.names
+        return any(names.name(i) is None for i in topic_ids(exchange.request, exchange.response))
 
     def of(self, exchange) -> list[tuple[str, str | None]] | None:
         """(id, name) pairs in the order the bodies hold them; None: the row names no topic by id."""
         ids = topic_ids(exchange.request, exchange.response)
         if not ids:
             return None
-        names = self.names
-        if not names.looked_ahead and any(names.name(i) is None for i in ids):
-            names.look_ahead()
-        return [(i, names.name(i)) for i in ids]
+        return [(i, self.names.name(i)) for i in ids]
+
+
+def _named_when_added(exchange) -> None:
+    """An exchange's names are looked up when its row is built (``IdNaming.of``)."""
 
 
 def topic_ids(*bodies) -> list[str]:

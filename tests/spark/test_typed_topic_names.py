@@ -10,6 +10,8 @@ or never (``never_named``).
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions
 from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.views import topic_names
 from kafka_protocol_source.views.topic_names import first_names, topic_ids
 
 from .expected import MOCK_AIOKAFKA, TANSU_CONFLUENT
@@ -66,6 +69,47 @@ def test_a_split_read_names_them_as_one_partition_does(named_later):
 def test_ids_the_capture_never_names_have_no_name(never_named):
     rows = [r for r in _typed(never_named) if r["response"]]
     assert rows and all(r["topic_names"] and all(name is None for _, name in r["topic_names"]) for r in rows)
+
+
+def test_a_whole_read_of_a_capture_that_never_names_them_reads_it_once(never_named):
+    """Its rows wait for a name to the end of the read, which is all the capture says: no naming read."""
+    naming_pass.forget()
+    assert _typed(never_named)
+    assert naming_pass.kept() == 0
+
+
+def test_rows_past_the_hold_budget_are_named_the_same(named_later, monkeypatch):
+    whole = _typed(named_later)
+    naming_pass.forget()
+    monkeypatch.setattr(topic_names, "HOLD_BUDGET", 2048)
+    assert Counter(map(repr, _typed(named_later))) == Counter(map(repr, whole))
+    assert naming_pass.kept() == 1
+
+
+def test_a_stream_names_them_from_later_packets_of_its_micro_batch(spark, named_later, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(named_later, folder)
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("api", "Fetch")
+        .option("quietTimeout", "1")
+        .load(str(folder))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .format("memory")
+        .queryName("typed_named_later_stream")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    rows = spark.sql("SELECT correlation_id, topic_names FROM typed_named_later_stream WHERE response IS NOT NULL")
+    got = rows.collect()
+    assert len(got) == len([r for r in _typed(named_later) if r["response"]])
+    assert all(r.topic_names and None not in r.topic_names.values() for r in got)
 
 
 def test_versions_without_ids_have_no_column_and_rows_without_ids_no_names():
