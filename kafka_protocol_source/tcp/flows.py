@@ -2,8 +2,9 @@
 
 Owns: which connection a segment belongs to (4-tuple plus instance number, a new instance when
 the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/RST handling,
-the initiator hint, and flushing everything at the end of the capture. Per-direction ordering
-and gaps are `stream`'s job. Capture issues pass through untouched, in order.
+the initiator hint, and flushing everything at the end of the capture. Per-direction ordering,
+gaps and retransmitted copies that differ are `stream`'s job. Capture issues pass through
+untouched, in order.
 
 A connection whose FINs are in is closed once the bytes they say were sent are all in: a
 capture can write a segment a few packets after its sender's FIN. While some are missing the
@@ -23,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
-from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamGap, new_flow_event
+from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamConflict, StreamGap, new_flow_event
 from .stream import REORDER_WINDOW, CutCopies, DirectionStream, offset_at
 
 DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
 # Closed connections are remembered (to recognise late retransmissions) up to this many.
 MAX_CLOSED_REMEMBERED = 1 << 16
 
-StreamEvent = StreamChunk | StreamGap | FlowEvent | CaptureIssue
+StreamEvent = StreamChunk | StreamGap | StreamConflict | FlowEvent | CaptureIssue
 _NEVER = 1 << 62
 
 
@@ -274,11 +275,13 @@ def reassemble(
     *,
     max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
 ) -> Iterator[StreamEvent]:
-    """Turn capture-ordered segments into per-direction StreamChunk/StreamGap/FlowEvent items.
+    """Turn capture-ordered segments into per-direction StreamChunk/StreamGap/StreamConflict/FlowEvent items.
 
     Events come out in capture order; each chunk is the new in-order bytes of one packet.
     `max_buffered_bytes` caps the out-of-order bytes held per direction: past it the direction
     is flushed (holes become "overflow" gaps) and an "overflow" FlowEvent is emitted.
+    A StreamConflict comes when a retransmitted copy differs from bytes already taken (the
+    first copy is kept), before or after the chunk that carries them.
     CaptureIssue items are passed through where they occur.
     """
     table = _Table(max_buffered_bytes)

@@ -1,4 +1,4 @@
-"""Values the tcp stage hands to the framing stage: chunks, gaps and connection events.
+"""Values the tcp stage hands to the framing stage: chunks, gaps, conflicts and connection events.
 
 Owns: the shape of what `reassemble` yields. Does not own the reassembly itself (`stream`,
 `flows`) or any idea of which side is the Kafka client.
@@ -71,6 +71,24 @@ class StreamGap:
     length: int
     timestamp_ns: int
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConflict:
+    """Bytes [offset, offset + length) of one direction came again, in the packet numbered
+    ``packet_index``, different from the copy already taken: the first copy is what the stream
+    holds (as tshark keeps it; Wireshark's "Conflicting data in segment overlap").
+
+    The span runs from the first to the last byte that differed. Said once per packet that
+    brought a differing copy; only bytes the stream still held could be compared (see ``stream``).
+    """
+
+    conn: ConnectionKey
+    direction: Direction
+    offset: int
+    length: int
+    timestamp_ns: int
+    packet_index: int
 
 
 @dataclass(frozen=True, slots=True)

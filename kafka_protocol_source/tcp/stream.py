@@ -22,6 +22,15 @@ copy sometimes first. Once a fuller copy has been seen after a cut one anywhere 
 (``CutCopies``), cut bytes are held for ``REORDER_WINDOW`` packets, and a copy that brings them
 fills them in.
 
+A retransmitted copy of bytes the stream holds is compared with the copy it has, and where they
+differ (a middlebox's rewrite, a buggy stack, a corrupt capture, two taps merged) a
+``StreamConflict`` says which bytes; the first copy is kept, as tshark keeps it. Held are the
+bytes buffered out of order and those of the last chunk delivered (a reference kept per
+direction): a retransmission most often repeats the last packet. Bytes delivered before that are
+no longer held, so a differing copy of them cannot be told and nothing is said of it (nor of a
+copy of a closed connection's bytes, which ``flows`` drops). Only a segment that overlaps bytes
+already taken is compared, so in-order traffic pays one reference per packet.
+
 Does not own connection identity, SYN/FIN/RST policy or the connection table (see `flows`).
 """
 
@@ -29,7 +38,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from .model import ConnectionKey, Direction, StreamChunk, StreamGap
+from .copies import differing, widen
+from .model import ConnectionKey, Direction, StreamChunk, StreamConflict, StreamGap
 
 _MASK = 0xFFFFFFFF
 _new_tuple = tuple.__new__
@@ -62,6 +72,8 @@ class DirectionStream:
 
     __slots__ = (
         "_cut_copies",
+        "_early_conflicts",
+        "_last",
         "_last_cut",
         "_pieces",
         "_settle_until",
@@ -105,6 +117,9 @@ class DirectionStream:
         self._settle_until = -1
         self._cut_copies = CutCopies() if cut_copies is None else cut_copies
         self._last_cut: tuple[int, int] | None = None  # the bytes of the last cut given up as a gap
+        self._last: StreamChunk | None = None  # the last chunk delivered (its bytes are compared with copies)
+        # Conflicts found while offset 0 is provisional: said once it is settled (it may move).
+        self._early_conflicts: list[tuple[int, int, int, int]] = []
 
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
@@ -131,10 +146,13 @@ class DirectionStream:
             self._rebase(start)
             start, end = 0, end - start
         if end <= offset:
-            if self._last_cut is not None and payload:
-                self._copy_of_cut(self._last_cut, start, start + len(payload))
+            if payload:
+                self._repeated(start, payload, ts, index, out)
             return True  # a retransmission of bytes already delivered
+        conflict = None
         if start < offset:
+            if payload and self._last is not None:
+                conflict = self._compare_delivered(start, payload)
             cut = offset - start
             if cut < len(payload):
                 payload = payload[cut:]
@@ -143,27 +161,79 @@ class DirectionStream:
                 payload = b""
             start = offset
         if start == offset and not self._pieces:
+            if conflict is not None:
+                self._conflict(conflict, ts, index, out)
             if payload:
                 # StreamChunk(...) without the Python-level __new__ a named tuple adds: one per packet
-                out.append(_new_tuple(StreamChunk, (self.conn, self.direction, start, payload, ts, index)))
+                chunk = _new_tuple(StreamChunk, (self.conn, self.direction, start, payload, ts, index))
+                out.append(chunk)
+                self._last = chunk
             self.offset = end
             if missing:
                 self._cut(end - missing, end, ts, index, out)
             return True
+        return self._out_of_order(start, end, payload, missing, conflict, ts, index, out)
+
+    def _out_of_order(
+        self,
+        start: int,
+        end: int,
+        payload: bytes,
+        missing: int,
+        conflict: tuple[int, int] | None,
+        ts: int,
+        index: int,
+        out: list,
+    ) -> bool:
+        """``add`` for bytes that do not follow on from the offset, or come while others are held
+        (``conflict``: where the part of the segment already delivered differed)."""
         if payload:
             self._uncut(start, start + len(payload))
-            self._insert(start, start + len(payload), payload, ts, index)
+            conflict = widen(conflict, self._insert(start, start + len(payload), payload, ts, index))
+        if conflict is not None:
+            self._conflict(conflict, ts, index, out)
         if missing:
             self._insert(end - missing, end, None, ts, index)
         if self._settle_until >= 0:
             if index < self._settle_until and self.buffered <= self.cap:
                 return True
-            self._settle_until = -1
+            self._settled(out)
         self._deliver(out, index)
         if self.buffered > self.cap:
             self.flush(out, "overflow")
             return False
         return True
+
+    def _repeated(self, start: int, payload: bytes, ts: int, index: int, out: list) -> None:
+        """A copy of bytes all delivered already (from ``start``)."""
+        if self._last_cut is not None:
+            self._copy_of_cut(self._last_cut, start, start + len(payload))
+        if self._last is not None and (conflict := self._compare_delivered(start, payload)) is not None:
+            self._conflict(conflict, ts, index, out)
+
+    def _compare_delivered(self, start: int, payload: bytes) -> tuple[int, int] | None:
+        """Where a copy of delivered bytes from ``start`` differs from the last chunk delivered
+        (bytes delivered before it are no longer held: nothing is said of them)."""
+        last = self._last
+        assert last is not None, "called once a chunk was delivered"
+        at, data = last[2], last[3]
+        if start == at and len(payload) == len(data) and payload == data:
+            return None  # the usual: the last packet again, the same
+        return differing(payload, start, data, at, max(start, at), min(start + len(payload), at + len(data)))
+
+    def _conflict(self, span: tuple[int, int], ts: int, index: int, out: list) -> None:
+        """Bytes ``span`` came again, different: said now, or once offset 0 is settled."""
+        if self._settle_until >= 0:
+            self._early_conflicts.append((span[0], span[1], ts, index))
+        else:
+            out.append(StreamConflict(self.conn, self.direction, span[0], span[1] - span[0], ts, index))
+
+    def _settled(self, out: list) -> None:
+        """Offset 0 stays where it is now: the conflicts found before are said."""
+        self._settle_until = -1
+        for s, e, ts, index in self._early_conflicts:
+            out.append(StreamConflict(self.conn, self.direction, s, e - s, ts, index))
+        self._early_conflicts.clear()
 
     def _start_provisionally(self, seq: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         """Capture started mid-connection: the first byte seen is offset 0, until a segment from
@@ -183,6 +253,7 @@ class DirectionStream:
             self.base_seq = (self.base_seq + start) & _MASK
             self._pieces = [(s + shift, e + shift, *rest) for s, e, *rest in self._pieces]
             self._starts = [s + shift for s in self._starts]
+            self._early_conflicts = [(s + shift, e + shift, ts, i) for s, e, ts, i in self._early_conflicts]
 
     def _cut(self, s: int, e: int, ts: int, index: int, out: list) -> None:
         """Bytes [s, e) the snaplen cut, right at the offset: a gap, or held while a fuller copy
@@ -217,12 +288,18 @@ class DirectionStream:
             i += len(rest)
             self._cut_copies.follow = True
 
-    def _insert(self, s: int, e: int, data: bytes | None, ts: int, index: int) -> None:
+    def _insert(self, s: int, e: int, data: bytes | None, ts: int, index: int) -> tuple[int, int] | None:
+        """Hold [s, e) where nothing is held yet; return the span where ``data`` differs from
+        bytes already held (None: nowhere)."""
         starts, pieces = self._starts, self._pieces
         i = bisect_right(starts, s) - 1
         pos = s
+        conflict = None
         if i >= 0 and pieces[i][1] > pos:
-            pos = pieces[i][1]
+            held = pieces[i]
+            if data is not None and held[2] is not None:
+                conflict = differing(data, s, held[2], held[0], s, min(e, held[1]))
+            pos = held[1]
         i += 1
         while pos < e:
             next_start = starts[i] if i < len(starts) else e
@@ -235,15 +312,21 @@ class DirectionStream:
                 i += 1
                 pos = stop
             else:
-                pos = max(pos, pieces[i][1])
+                held = pieces[i]
+                if data is not None and held[2] is not None:
+                    conflict = widen(conflict, differing(data, s, held[2], held[0], pos, min(e, held[1])))
+                pos = max(pos, held[1])
                 i += 1
+        return conflict
 
     def _emit(self, piece: tuple, out: list) -> None:
         start, end, data, ts, index = piece
         if data is None:
             out.append(StreamGap(self.conn, self.direction, start, end - start, ts, "snaplen_cut"))
         else:
-            out.append(StreamChunk(self.conn, self.direction, start, data, ts, index))
+            chunk = StreamChunk(self.conn, self.direction, start, data, ts, index)
+            out.append(chunk)
+            self._last = chunk
         self.buffered -= end - start
         self.offset = end
 
@@ -278,7 +361,7 @@ class DirectionStream:
         if self._settle_until >= 0:
             if index < self._settle_until:
                 return
-            self._settle_until = -1
+            self._settled(out)
             self._deliver(out, index)
             if not pieces:
                 return
@@ -358,7 +441,7 @@ class DirectionStream:
 
     def flush(self, out: list, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
-        self._settle_until = -1
+        self._settled(out)
         for piece in self._pieces:
             if piece[0] > self.offset:
                 out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason))
