@@ -33,7 +33,7 @@ from .framing.sniff import KnownApis
 from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.headers import request_header_version
-from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamConflict, reassemble
+from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamGap, reassemble
 
 # Packet-level issues that the tcp stage already turns into gaps of the streams they cut.
 _SHOWN_AS_GAPS = {"snaplen_cut"}
@@ -273,8 +273,6 @@ def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[E
             if conn is not None:
                 return conn.close(ev.detail)
         return []
-    if kind is StreamConflict:
-        return []  # not said in rows yet
     conn = connections.get(ev.conn)
     if conn is None:
         conn = open_connection(ev.conn, None)
@@ -282,7 +280,9 @@ def _route(ev, kind, connections: dict, open_connection, skipped: set) -> list[E
             skipped.add(ev.conn)
             return []
         connections[ev.conn] = conn
-    return conn.chunk(ev) if kind is StreamChunk else conn.gap(ev)
+    if kind is StreamChunk:
+        return conn.chunk(ev)
+    return conn.gap(ev) if kind is StreamGap else conn.conflict(ev)
 
 
 def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> Exchange:

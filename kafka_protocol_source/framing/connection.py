@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..tcp import Direction, StreamChunk, StreamGap
+from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
 from .model import TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
@@ -113,6 +113,17 @@ class Connection:
             )
         return []
 
+    def conflict(self, ev: StreamConflict) -> list[Exchange]:
+        """A retransmitted copy differed from bytes read: said in the note of the row holding them."""
+        if self.kafka is None:
+            self._hold(ev, 0)
+        elif self.kafka and not self.tls:
+            handed_over = ev.offset + ev.length <= self.framers[ev.direction].handed_to()
+            self._paired().conflict(
+                ev.offset, ev.length, self.ctx.locate(ev.packet_index)[1], ev.direction == self.client, handed_over
+            )
+        return []
+
     def close(self, how: str = "end_of_capture") -> list[Exchange]:
         """The connection ended: ``how`` is the tcp stage's close detail (fin, reset, reused, ...)."""
         out = self._decide(final=True) if self.kafka is None else []
@@ -155,7 +166,12 @@ class Connection:
         out: list[Exchange] = []
         if self.kafka:
             for ev in backlog:
-                out += (self.chunk if isinstance(ev, StreamChunk) else self.gap)(ev)
+                if isinstance(ev, StreamChunk):
+                    out += self.chunk(ev)
+                elif isinstance(ev, StreamGap):
+                    out += self.gap(ev)
+                else:
+                    self.conflict(ev)
         return out
 
     def _client_by_ports(self) -> Direction | None:

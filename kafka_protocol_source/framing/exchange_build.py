@@ -114,8 +114,8 @@ def build_exchange(
         response_packet=response_packet,
         completed_at=completed_at,
         stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
-        request_span=request_span or _span(frame),
-        response_span=response_span or _span(response_frame),
+        request_span=request_span or stream_span(frame),
+        response_span=response_span or stream_span(response_frame),
     )
 
 
@@ -209,7 +209,7 @@ def _frame_size(frame) -> int | None:
     return len(frame.payload) + 4
 
 
-def _span(frame) -> tuple[int, int] | None:
+def stream_span(frame) -> tuple[int, int] | None:
     """The stream bytes a frame (or the part of one that was captured) covers."""
     if frame is None:
         return None

@@ -16,7 +16,9 @@ side was still resynchronising (a capture joined mid-stream): it waits, bounded,
 with its correlation id, and is a ``request_missing`` row only when none comes (its body read
 at an api and version of the connection's requests when exactly one fits, or, on a connection
 none of whose requests was captured, at the one api all layouts that read it are of:
-``orphans``). The row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``.
+``orphans``). The row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``;
+a retransmitted copy that differed from the bytes read is said in the note of the row holding
+them, when that row is still to come (``conflicts``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
+from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
-from .exchange_build import answered, api_name, build_exchange, notes
+from .exchange_build import answered, api_name, build_exchange, notes, stream_span
 from .model import (
     GAP,
     MALFORMED,
@@ -83,6 +86,7 @@ class Pairer:
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
         self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
         self.at: int | None = None  # the packet that decided the item being taken (see completed_at)
+        self.conflicts: list[Conflict] = []  # differing copies whose rows are still to come
 
     def pending_ids(self):
         return self.pending.keys()
@@ -106,7 +110,26 @@ class Pairer:
 
     def _completed(self) -> list[Exchange]:
         done, self.out = self.out, []
+        if self.conflicts and done:
+            return noted(done, self.conflicts)
         return done
+
+    def conflict(self, offset: int, length: int, packet: int | None, is_request: bool, handed_over: bool) -> None:
+        """Bytes [offset, offset + length) of one side came again, different (the first copy is
+        the one read), in ``packet``; ``handed_over``: the framer has cut them into what it handed
+        over. Said in the note of the row that holds them, unless that row has gone out already."""
+        found = conflict(is_request, offset, length, packet)
+        if handed_over and not any(overlaps(stream_span(frame), found) for frame in self._waiting(is_request)):
+            return  # in a row already given out (or left out by the filters)
+        self.conflicts.append(found)
+        if len(self.conflicts) > WAITING_LIMIT:
+            del self.conflicts[0]
+
+    def _waiting(self, is_request: bool) -> list:
+        """The frames of one side handed over whose rows are still to come."""
+        if is_request:
+            return [pending.frame for pending in self.pending.values()] + list(self.sasl_tokens)
+        return list(self.orphans.values())
 
     # -- requests ---------------------------------------------------------------------
 

@@ -197,6 +197,15 @@ class DirectionFramer:
         out += self._drain()
         return True
 
+    def handed_to(self) -> int:
+        """The stream offset before which every byte fed has come out (in a frame, a frame cut
+        short or a skip); bytes from it on are still to come out."""
+        if self.cut is not None:
+            return self.cut[0].offset
+        if self.skip_start is not None:
+            return self.skip_start
+        return self.base + self.pos
+
     def finish(self, why: str = "the capture ended inside this frame") -> list:
         if not self.buf and self.skip_start is None and self.cut is None:
             self._restart(None)  # nothing pending: no frame to cut short, no skip to report
