@@ -27,7 +27,15 @@ def _fields(*pairs) -> StructType:
 _S, _L, _I, _T, _D, _B = StringType(), LongType(), IntegerType(), TimestampType(), DoubleType(), BooleanType()
 _PER_SIDE = [
     (f"{side}_{what}", _L)
-    for what in ("packets", "bytes", "retransmissions", "out_of_order", "gaps", "bytes_missing")
+    for what in (
+        "packets",
+        "bytes",
+        "retransmissions",
+        "conflicting_retransmissions",
+        "out_of_order",
+        "gaps",
+        "bytes_missing",
+    )
     for side in ("client", "broker")
 ]
 

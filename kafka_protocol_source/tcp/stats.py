@@ -12,7 +12,9 @@ order. One-byte keep-alives are neither.
 Which connection a segment belongs to, its gaps and how it ended are not decided here: the
 segments go through ``reassemble`` as well and its events say (its connection keys, its
 ``StreamGap``s, its ``close`` detail), so a connection here is exactly a connection of the
-exchanges. Does not own reassembly or any idea of which side is the Kafka client.
+exchanges. So are retransmitted copies that differed from the bytes read: its
+``StreamConflict``s, one per such packet, as far as ``reassemble`` could compare them. Does
+not own reassembly or any idea of which side is the Kafka client.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .flows import DEFAULT_MAX_BUFFERED_BYTES, reassemble
-from .model import ConnectionKey, Direction, FlowEvent, StreamGap
+from .model import ConnectionKey, Direction, FlowEvent, StreamConflict, StreamGap
 
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
@@ -43,6 +45,8 @@ class DirectionStats:
     packets: int  # every segment, pure ACKs and retransmissions included
     payload_bytes: int  # TCP payload on the wire, retransmissions included (tshark's tcp.len)
     retransmissions: int
+    # packets whose copy of bytes already read differed from them (``reassemble``'s StreamConflicts)
+    conflicting_retransmissions: int
     out_of_order: int
     gaps: int  # holes reassembly had to give up on (never captured, cut by snaplen, overflow)
     bytes_missing: int
@@ -87,6 +91,7 @@ def _before(a: int, b: int) -> bool:
 class _Side:
     __slots__ = (
         "bytes_missing",
+        "conflicts",
         "direction",
         "dupacks",
         "gaps",
@@ -104,7 +109,7 @@ class _Side:
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
         self.packets = self.payload_bytes = self.retransmissions = self.out_of_order = 0
-        self.gaps = self.bytes_missing = 0
+        self.gaps = self.bytes_missing = self.conflicts = 0
         self.nextseq: int | None = None  # one past the highest sequence number sent
         self.nextseq_ns = 0
         self.max_to_be_acked: int | None = None  # the end of the contiguous data seen (maxseqtobeacked)
@@ -120,6 +125,7 @@ class _Side:
             self.packets,
             self.payload_bytes,
             self.retransmissions,
+            self.conflicts,
             self.out_of_order,
             self.gaps,
             self.bytes_missing,
@@ -261,6 +267,9 @@ class _Tracker:
         side.gaps += 1
         side.bytes_missing += ev.length
 
+    def conflict(self, ev: StreamConflict) -> None:
+        self.sides[(ev.direction.src_ip, ev.direction.src_port)].conflicts += 1
+
     def frozen(self) -> ConnectionStats:
         k = self.key
         return ConnectionStats(
@@ -325,11 +334,16 @@ class _Table:
         if tracker is not None:
             self.ready.append(tracker.frozen())
 
-    def event(self, ev: FlowEvent | StreamGap) -> None:
+    def event(self, ev: FlowEvent | StreamGap | StreamConflict) -> None:
         if isinstance(ev, StreamGap):
             tracker = self.live.get(ev.conn)
             if tracker is not None:
                 tracker.gap(ev)
+            return
+        if isinstance(ev, StreamConflict):
+            tracker = self.live.get(ev.conn)
+            if tracker is not None:
+                tracker.conflict(ev)
             return
         kind = ev.kind
         if kind == "open":
@@ -368,7 +382,7 @@ def connection_stats(
     table = _Table()
     ready = table.ready
     for ev in reassemble(table.tap(segments), max_buffered_bytes=max_buffered_bytes):
-        if isinstance(ev, (FlowEvent, StreamGap)):
+        if isinstance(ev, (FlowEvent, StreamGap, StreamConflict)):
             table.event(ev)
         if ready:
             yield from ready

@@ -6,7 +6,10 @@ import subprocess
 import pytest
 
 from kafka_protocol_source import read_capture
-from tests.framing.kafkaflow import Conversation, metadata_v1_request, metadata_v1_response, sized
+from kafka_protocol_source.capture import read_packets
+from kafka_protocol_source.tcp.stats import connection_stats
+from kafka_protocol_source.views.connections import read_connections
+from tests.framing.kafkaflow import BROKER, CLIENT, Conversation, metadata_v1_request, metadata_v1_response, sized
 from tests.tshark_tcp import TSHARK
 
 TOPICS = ("orders", "payments")
@@ -107,7 +110,7 @@ def test_a_differing_copy_of_bytes_delivered_before_the_last_packet_is_not_compa
     assert (row.status, topics(row), row.client_id, row.note) == ("ok", list(TOPICS), "app", None)
 
 
-def test_a_response_repeated_differently_after_its_row_went_out_is_in_no_note(tmp_path):
+def test_a_response_repeated_differently_after_its_row_went_out_is_in_no_note_but_counted(tmp_path):
     """Its row went out when it paired; the connections view counts the conflict instead."""
     c = Conversation()
     c.request(metadata_v1_request(1, TOPICS))
@@ -115,8 +118,24 @@ def test_a_response_repeated_differently_after_its_row_went_out_is_in_no_note(tm
     copy_of(c, 3, 3)
     c.request(metadata_v1_request(2))
     c.response(metadata_v1_response(2))
-    out, _ = rows(tmp_path, c)
+    out, path = rows(tmp_path, c)
     assert [(r.status, r.correlation_id, r.note) for r in out] == [("ok", 1, None), ("ok", 2, None)]
+    (row,) = read_connections(path)
+    assert (row["broker_retransmissions"], row["broker_conflicting_retransmissions"]) == (1, 1)
+    assert (row["client_retransmissions"], row["client_conflicting_retransmissions"]) == (0, 0)
+
+
+def test_the_tcp_stats_count_differing_copies_per_side_and_identical_ones_as_retransmissions_only(tmp_path):
+    c = Conversation()
+    c.request(metadata_v1_request(1, TOPICS))
+    copy_of(c, 2, 2)
+    copy_of(c, 2, 3, change=lambda b: b)
+    c.response(metadata_v1_response(1, TOPICS))
+    _, path = rows(tmp_path, c)
+    (stats,) = connection_stats(read_packets(path))
+    client, broker = stats.sent_by(*CLIENT), stats.sent_by(*BROKER)
+    assert (client.retransmissions, client.conflicting_retransmissions) == (2, 1)
+    assert (broker.retransmissions, broker.conflicting_retransmissions) == (0, 0)
 
 
 def test_a_request_still_waiting_for_its_response_gets_the_note_of_its_differing_copy(tmp_path):
