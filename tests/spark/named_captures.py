@@ -9,6 +9,7 @@ that the ids are named only after the Fetches that use them.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kafka_protocol_source import read_capture
@@ -66,3 +67,24 @@ def slices_apart(path: Path) -> int:
         if {slice_of(n, count) for n in naming}.isdisjoint(slice_of(o, count) for o in others):
             return count
     raise AssertionError("no count puts it apart")
+
+
+def stream_into(spark, folder: Path, tmp_path: Path, table: str, **options) -> None:
+    """A stream over ``folder`` (with ``options``) into the memory table ``table``, until the
+    folder has been quiet long enough for what is still open to be given up."""
+    query = (
+        spark.readStream.format("kafka-wire")
+        .option("quietTimeout", "1")
+        .options(**options)
+        .load(str(folder))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .format("memory")
+        .queryName(table)
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
+        query.processAllAvailable()
+    finally:
+        query.stop()

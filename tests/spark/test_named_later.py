@@ -13,7 +13,6 @@ A stream names them from its session's files before the tail it re-reads, too.
 from __future__ import annotations
 
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from .named_captures import (
     port_of,
     session,
     slices_apart,
+    stream_into,
 )
 
 
@@ -163,22 +163,5 @@ def test_a_stream_names_them_from_files_before_the_tail_it_re_reads(spark, named
 
 
 def _stream_records(spark, folder: Path, tmp_path: Path, table: str, **options) -> None:
-    """The records view of a stream over ``folder`` into the memory table ``table``, until the
-    folder has been quiet long enough for what is still open to be given up."""
-    query = (
-        spark.readStream.format("kafka-wire")
-        .option("view", "records")
-        .option("quietTimeout", "1")
-        .options(**options)
-        .load(str(folder))
-        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .format("memory")
-        .queryName(table)
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    """The records view of a stream over ``folder`` into the memory table ``table``."""
+    stream_into(spark, folder, tmp_path, table, view="records", **options)

@@ -11,7 +11,6 @@ or never (``never_named``).
 from __future__ import annotations
 
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from kafka_protocol_source.views import topic_names
 from kafka_protocol_source.views.topic_names import first_names, topic_ids
 
 from .expected import MOCK_AIOKAFKA, TANSU_CONFLUENT
-from .named_captures import slices_apart
+from .named_captures import slices_apart, stream_into
 
 
 def _typed(path: Path, count: int = 1, **options: str) -> list[dict]:
@@ -90,22 +89,7 @@ def test_a_stream_names_them_from_later_packets_of_its_micro_batch(spark, named_
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copy(named_later, folder)
-    query = (
-        spark.readStream.format("kafka-wire")
-        .option("api", "Fetch")
-        .option("quietTimeout", "1")
-        .load(str(folder))
-        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .format("memory")
-        .queryName("typed_named_later_stream")
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-        time.sleep(1.5)  # the folder goes quiet: what is still open is given up
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    stream_into(spark, folder, tmp_path, "typed_named_later_stream", api="Fetch")
     rows = spark.sql("SELECT correlation_id, topic_names FROM typed_named_later_stream WHERE response IS NOT NULL")
     got = rows.collect()
     assert len(got) == len([r for r in _typed(named_later) if r["response"]])
