@@ -28,28 +28,32 @@ class EmitRule:
     micro-batch.
 
     A row completed in new packets that was open and stale at the session's end before
-    (``previous_end_ns``) was given up then, as it stood: it is not emitted again, unless its
-    response came since (``LATE``: the request went out as unanswered)."""
+    (``previous_end_ns``), or open at all when the folder went quiet (``after_flush``), was given
+    up then, as it stood: it is not emitted again, unless its response came since (``LATE``: the
+    request went out as unanswered)."""
 
     new_from: dict
     stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
     stale_to_ns: int | None
-    after_flush: bool = False  # the micro-batch before gave up every open row: those stay given up
+    after_flush: bool = False  # the micro-batch before gave up every open row (the folder was quiet)
     previous_end_ns: int | None = None  # capture time of the session's last packet read before
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
         before, answered since."""
+        if ex.completed_at is not None:
+            path = paths[ex.completed_at >> FILE_SHIFT]
+            if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
+                return SKIP
         if (
             self.after_flush
             and ex.request_packet is not None
             and ex.request_packet < self.new_from.get(ex.capture_file, 0)
         ):
-            return SKIP  # its request was open at the flush, and was emitted then as unanswered
+            # its request was open at the flush, and was emitted then as unanswered
+            answered = ex.completed_at is not None and ex.response_time is not None
+            return LATE if answered else SKIP
         if ex.completed_at is not None:
-            path = paths[ex.completed_at >> FILE_SHIFT]
-            if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
-                return SKIP
             first_ns = _ns(ex.request_time or ex.response_time)
             if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
                 return EMIT

@@ -13,9 +13,14 @@ import time
 from collections import Counter
 
 import pytest
+from pyspark.sql.streaming.datasource import ReadMaxFiles
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE
+from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.partition_reader import PartitionReader
+from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.spark.stream import KafkaWireStreamReader
 from tests.cuts import Cut, pieces, segments_of
 from tests.samples.catalog import sample
 
@@ -334,3 +339,33 @@ def test_with_an_idle_timeout_shorter_than_a_micro_batch_each_row_comes_once(spa
 
 def _row(r):
     return r.connection_id, r.correlation_id, r.status
+
+
+def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_path):
+    """Files land one by one and the folder goes quiet after each (a capture rotated slower than
+    ``quietTimeout``): every request still open is given up as unanswered then. An answer in a
+    later file comes as the exchange again, saying so, as after an idle timeout; it used to be
+    dropped, so the JoinGroup that waited out a rebalance was never seen answered."""
+    name = SAMPLES[0]
+    files, _ = _pieces(tmp_path, name, "time", 6)
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    raw = {"path": str(folder), "ports": str(sample(name).broker_port)}
+    options = ReadOptions.parse(raw)
+    reader = KafkaWireStreamReader(options, default_schema(options), raw)
+    reader.quiet_ns = 0  # quiet as soon as nothing new has landed
+    offset, rows = reader.initialOffset(), []
+    for f in files:
+        shutil.copy(f, folder / f.name)
+        while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
+            rows += [
+                ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)
+            ]
+            offset = end
+    answered = Counter((r.client_address, r.correlation_id) for r in rows if r.status == "ok")
+    whole = [e for e in read_capture(sample(name).path, ports=[sample(name).broker_port]) if e.status == "ok"]
+    assert answered == Counter((e.client_address, e.correlation_id) for e in whole)
+    late = [r for r in rows if r.note and ANSWERED_LATE in r.note]
+    assert "JoinGroup" in {r.api_name for r in late}
+    given_up = {(r.client_address, r.correlation_id) for r in rows if r.status == "unanswered"}
+    assert {(r.client_address, r.correlation_id) for r in late} <= given_up
