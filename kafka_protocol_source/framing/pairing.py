@@ -325,7 +325,7 @@ class Pairer:
             header = new_request_header(0, *reading.pair, correlation_id, client_id, 0)
         # Complete where the response is whole, whatever decided that no request comes (a close, the
         # end): a read that holds its request pairs it there, and the two must name one micro-batch.
-        completed_at = frame.last_packet if frame.last_packet is not None else self._completed_at(None, frame)
+        completed_at = frame.last_packet if frame.last_packet is not None else self.at
         self._emit(
             REQUEST_MISSING,
             None,

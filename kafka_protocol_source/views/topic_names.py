@@ -142,6 +142,7 @@ class IdNaming:
 
     def __init__(self, names: TopicNames | None = None):
         self.names = names if names is not None else TopicNames()
+        self._last: tuple[object, list[str]] | None = None  # the last exchange asked about, and its ids
 
     def awaiting(self) -> AwaitingNames:
         """Where this read's rows wait for names (the names are those the read learns into)."""
@@ -150,14 +151,22 @@ class IdNaming:
     def waits(self, exchange) -> bool:
         """Whether ``exchange`` holds a topic id not named yet."""
         names = self.names
-        return any(names.name(i) is None for i in topic_ids(exchange.request, exchange.response))
+        return any(names.name(i) is None for i in self._ids(exchange))
 
     def of(self, exchange) -> list[tuple[str, str | None]] | None:
         """(id, name) pairs in the order the bodies hold them; None: the row names no topic by id."""
-        ids = topic_ids(exchange.request, exchange.response)
+        ids = self._ids(exchange)
         if not ids:
             return None
         return [(i, self.names.name(i)) for i in ids]
+
+    def _ids(self, exchange) -> list[str]:
+        """The exchange's topic ids: a row is asked whether it waits, then for its names; its
+        bodies are walked once."""
+        last = self._last
+        if last is None or last[0] is not exchange:
+            last = self._last = (exchange, topic_ids(exchange.request, exchange.response))
+        return last[1]
 
 
 def _named_when_added(exchange) -> None:
