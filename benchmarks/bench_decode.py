@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import io
 import struct
 import time
@@ -143,22 +144,12 @@ def main() -> None:
     rows = []
     for label, entity, frame, response, nrecords in cases():
         if response:
-
-            def ours(d=compiled, f=frame, r=response):
-                return d.decode_response(f, *r)
-
-            def slow(d=interpreted, f=frame, r=response):
-                return d.decode_response(f, *r)
-
+            ours = functools.partial(compiled.decode_response, frame, *response)
+            slow = functools.partial(interpreted.decode_response, frame, *response)
             body = frame[5:]
         else:
-
-            def ours(d=compiled, f=frame):
-                return d.decode_request(f)
-
-            def slow(d=interpreted, f=frame):
-                return d.decode_request(f)
-
+            ours = functools.partial(compiled.decode_request, frame)
+            slow = functools.partial(interpreted.decode_request, frame)
             body = frame[struct.unpack_from(">h", frame, 8)[0] + 10 + 1 :]
         read = entity_reader(type(entity))
 

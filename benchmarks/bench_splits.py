@@ -48,7 +48,7 @@ from kafka_protocol_source.spark import naming_pass
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_scope
 from kafka_protocol_source.spark.source import default_schema
-from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS, name_changes
+from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS, first_names
 from tests.spark.bigcapture import with_client
 
 _RECORD = struct.Struct("<IIII")
@@ -121,7 +121,7 @@ def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> di
 def naming_read_cpu(path: str) -> float:
     """CPU seconds of a naming read of ``path`` (every connection, the topic-naming apis only)."""
     cpu = time.process_time()
-    name_changes(read_with([path], CaptureOptions(apis=TOPIC_NAMING_APIS, issues_here=False)))
+    first_names(read_with([path], CaptureOptions(apis=TOPIC_NAMING_APIS, issues_here=False)))
     return time.process_time() - cpu
 
 

@@ -11,6 +11,7 @@ import gzip
 import ipaddress
 import struct
 import zlib
+from collections.abc import Sequence
 
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
@@ -69,7 +70,7 @@ def ipv4_fragments(src: str, dst: str, payload: bytes, ident: int, size: int, pr
     return out
 
 
-def ipv6(src: str, dst: str, payload: bytes, nh: int = 6, ext: list[tuple[int, bytes]] = ()) -> bytes:
+def ipv6(src: str, dst: str, payload: bytes, nh: int = 6, ext: Sequence[tuple[int, bytes]] = ()) -> bytes:
     """`ext` lists (header type, body) in order; bodies are padded to the header's unit size."""
     chain = b""
     types = [t for t, _ in ext] + [nh]
