@@ -19,11 +19,16 @@ but each decompresses the whole file (bytes and records are of the decompressed 
 ``--view records`` (or ``lag``) reads the partitions as the Spark tasks of that view do
 (``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them. A
 task that meets a topic id its own connections did not name does a naming read of the whole
-capture (``naming_pass``), at most once per worker; printed: its CPU seconds, and how many
-naming reads each plan's tasks did.
+capture (``naming_pass``), at most once per worker, as far as its ids need; printed: the CPU
+seconds of a whole naming read, and how many naming reads each plan's tasks did.
+
+``--named-at F`` builds a capture whose clients fetching by topic id joined after they named their
+ids (the sample sessions from their first Fetch by id), all but the one round of copies at
+fraction F of the capture, which is whole (a client's metadata refresh); negative F: the ids are
+named nowhere. Split slices that read no whole copy then need the naming read.
 
     python benchmarks/bench_splits.py [--size-mb 100] [--splits 1,2,8,32] [--without-index] [--rebuild]
-                                      [--view exchanges|records|lag] [--gzip]
+                                      [--view exchanges|records|lag] [--gzip] [--named-at F]
 """
 
 from __future__ import annotations
@@ -55,18 +60,25 @@ _RECORD = struct.Struct("<IIII")
 OVERLAP_US = 5_000  # a new session starts every 5 ms
 
 
-def build(path: Path, size_mb: int) -> None:
-    """Write ``path``: copies of the sample sessions, each from its own client, interleaved in time."""
+def build(path: Path, size_mb: int, named_at: float | None = None) -> None:
+    """Write ``path``: copies of the sample sessions, each from its own client, interleaved in time.
+
+    ``named_at``: a copy of a session that fetches by topic id joins late, at that first Fetch
+    (its client named the ids before the capture started), except in the one round of copies at
+    that fraction of the capture, which is whole: a client refreshing its metadata. Negative: no
+    copy is whole, the ids are named nowhere."""
     seeds = sample_seeds()
-    sizes = [sum(16 + len(frame) for _, frame in frames) for frames, _ in seeds]
+    late = seeds if named_at is None else [(f[_first_fetch_by_id(f, port) :], port) for f, port in seeds]
+    sizes = [sum(16 + len(frame) for _, frame in frames) for frames, _ in late]
     copies: list[int] = []
     total = 24
     while total < size_mb * 2**20:
         total += sizes[len(copies) % len(seeds)]
         copies.append(len(copies))
+    whole = -1 if named_at is None or named_at < 0 else int(named_at * len(copies)) // len(seeds)
 
     def session(n: int):
-        frames, port = seeds[n % len(seeds)]
+        frames, port = (seeds if n // len(seeds) == whole else late)[n % len(seeds)]
         client = bytes((10, n >> 16 & 255, n >> 8 & 255, n & 255))
         start = frames[0][0]
         for i, (ns, frame) in enumerate(frames):
@@ -78,6 +90,19 @@ def build(path: Path, size_mb: int) -> None:
             us += 1_700_000_000 * 10**6
             out.write(_RECORD.pack(us // 10**6, us % 10**6, len(frame), len(frame)))
             out.write(frame)
+
+
+def _first_fetch_by_id(frames: list[tuple[int, bytes]], broker_port: int) -> int:
+    """The index of the frame with a Fetch request of version 13 or later (topics by id) at the
+    start of its payload (0: none; the sample sessions send each request in frames of its own)."""
+    for i, (_, f) in enumerate(frames):
+        if len(f) >= 54 and f[12:14] == b"\x08\x00" and f[23] == 6:
+            tcp = 14 + (f[14] & 0xF) * 4
+            payload = f[tcp + (f[tcp + 12] >> 4) * 4 :]
+            to_broker = int.from_bytes(f[tcp + 2 : tcp + 4], "big") == broker_port
+            if to_broker and len(payload) >= 8 and payload[4:6] == b"\x00\x01" and payload[6:8] >= b"\x00\x0d":
+                return i
+    return 0
 
 
 def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> dict:
@@ -134,9 +159,15 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--view", choices=("exchanges", "records", "lag"), default="exchanges")
     ap.add_argument("--gzip", action="store_true", help="read the capture gzipped (made once, next to it)")
+    ap.add_argument(
+        "--named-at",
+        type=float,
+        help="sessions that fetch by topic id join late, but one copy, at this fraction of the capture"
+        " (negative: none), is whole and names the ids (built at --path; use --rebuild when changing it)",
+    )
     args = ap.parse_args()
     if args.rebuild or not args.path.exists():
-        build(args.path, args.size_mb)
+        build(args.path, args.size_mb, args.named_at)
     path, size = str(args.path), os.path.getsize(args.path)  # bytes read are of the decompressed data
     if args.gzip:
         path += ".gz"

@@ -6,8 +6,10 @@ connections' records), or much later in the capture than the reader can hold row
 (``views.topic_names``) the reader is handed the ``first_names`` of one read of every connection
 that decodes the topic-naming apis only (no other bodies, no rows).
 
-That read is done at most once per worker process and capture: a Python worker runs its tasks
-one after another, and the later slices of the same capture take it from here. What teaches a
+That read goes only as far as the ids asked about need (``NamesAhead``): where a client refreshed
+its metadata early in the capture, the start of the capture names every id. It is made at most once
+per worker process and capture: a Python worker runs its tasks one after another, and the later
+slices of the same capture take it up where it was left. What teaches a
 name (``keeps``: the read mode, a requested api version) is the caller's to say.
 
 A stream's micro-batch re-reads only a tail of its capture session (what rebuilds the
@@ -25,26 +27,34 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 
 from ..pipeline import CaptureOptions, read_with
-from ..views.topic_names import TOPIC_NAMING_APIS, first_names
+from ..views.topic_names import TOPIC_NAMING_APIS, NameLookup, NamesAhead, first_names
 
 _KEPT = 4  # captures whose names a worker keeps
 LOOK_BACK_FILES = 512  # a stream's earlier files read for names: the newest of the session's
 _KEPT_FILES = 2 * LOOK_BACK_FILES  # earlier files whose names a worker keeps (two streams' worth)
-_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
+_names: OrderedDict[Hashable, NamesAhead] = OrderedDict()
 _file_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 
 
 def naming_read(
     paths: Sequence[str], options: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
-) -> dict[str, str]:
+) -> NameLookup:
     """The first names of topic ids in a read of every connection of ``paths`` with ``options`` (its apis
     narrowed to the naming ones, its runs dropped: a slice's runs are its own connections; its
-    packet limits kept: they bound what the read may see), of the exchanges ``keeps`` keeps.
-    ``keeps_key`` tells apart predicates that keep differently."""
+    packet limits kept: they bound what the read may see), of the exchanges ``keeps`` keeps, read
+    as far as the ids asked about need. ``keeps_key`` tells apart predicates that keep differently."""
     naming = _naming_options(options)
     if naming is None:  # the apis option leaves none: one read of the whole capture learns nothing either
         return {}
-    return _kept(_names, _KEPT, list(paths), naming, keeps, keeps_key)
+    key = _key(list(paths), naming, keeps_key)
+    ahead = _names.get(key)
+    if ahead is None or ahead.broken:
+        ahead = _names[key] = NamesAhead(ex for ex in read_with(list(paths), naming) if keeps(ex))
+        while len(_names) > _KEPT:
+            _names.popitem(last=False)
+    else:
+        _names.move_to_end(key)
+    return ahead
 
 
 def earlier_names(
@@ -60,7 +70,7 @@ def earlier_names(
     for path, packets in reversed(files[-LOOK_BACK_FILES:]):
         try:
             alone = replace(naming, packet_limits={path: packets})
-            found = _kept(_file_names, _KEPT_FILES, [path], alone, keeps, keeps_key)
+            found = _file_first_names(path, alone, keeps, keeps_key)
         except OSError:  # rotated away since the micro-batch was planned: it names nothing now
             continue
         for topic_id, name in found.items():
@@ -73,28 +83,32 @@ def _naming_options(options: CaptureOptions) -> CaptureOptions | None:
     return replace(options, apis=apis, record_runs={}, issues_here=False) if apis else None
 
 
-def _kept(
-    store: OrderedDict[Hashable, dict[str, str]],
-    most: int,
-    paths: list[str],
-    naming: CaptureOptions,
-    keeps: Callable[[object], bool],
-    keeps_key: Hashable,
+def _file_first_names(
+    path: str, naming: CaptureOptions, keeps: Callable[[object], bool], keeps_key: Hashable
 ) -> dict[str, str]:
-    key = (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
-    found = store.get(key)
+    key = _key([path], naming, keeps_key)
+    found = _file_names.get(key)
     if found is None:
-        found = store[key] = first_names(ex for ex in read_with(paths, naming) if keeps(ex))
-        while len(store) > most:
-            store.popitem(last=False)
+        found = _file_names[key] = first_names(ex for ex in read_with([path], naming) if keeps(ex))
+        while len(_file_names) > _KEPT_FILES:
+            _file_names.popitem(last=False)
     else:
-        store.move_to_end(key)
+        _file_names.move_to_end(key)
     return found
+
+
+def _key(paths: list[str], naming: CaptureOptions, keeps_key: Hashable) -> Hashable:
+    return (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
 
 
 def _identity(path: str) -> tuple[int, int]:
     stat = os.stat(path)
     return stat.st_size, stat.st_mtime_ns
+
+
+def reads() -> list[NamesAhead]:
+    """The naming reads of whole captures this worker keeps, the newest last."""
+    return list(_names.values())
 
 
 def kept() -> int:

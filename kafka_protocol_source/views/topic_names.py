@@ -11,8 +11,9 @@ So a row whose id is not known yet waits (``AwaitingNames``) until the end of th
 named by the first name the read learned for its id. That needs nothing more as long as the
 reader reads every connection's naming responses. A reader of some connections only (one slice
 of a split read), and any reader holding more rows than ``HOLD_BUDGET``, instead looks ahead: it
-is handed (``TopicNames(elsewhere=...)``) a way to the ``first_names`` of a read of every
-connection, fetched at most once, and from then on names an id from them as soon as it meets it.
+is handed (``TopicNames(elsewhere=...)``) a way to the first names of a read of every connection,
+fetched at most once, and from then on names an id from them as soon as it meets it. That read
+(``NamesAhead``) goes only as far into the capture as the ids asked about need.
 A stream's micro-batch cannot see past its packets: its way is back, to the names its capture
 session's earlier files give (``spark.naming_pass.earlier_names``).
 
@@ -23,7 +24,7 @@ The typed views of apis that name topics by id give each row's ids and their nam
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from ..spec.api_keys import TOPIC_NAMING_APIS
 from ..spec.field_paths import field_paths
@@ -35,16 +36,23 @@ TOPIC_NAMES = "topic_names"  # the typed views' column of each row's ids and the
 HOLD_BUDGET = 32 << 20  # bytes of rows one reader holds for a name its capture may give later
 
 
-class TopicNames:
-    """``elsewhere``: how to get the ``first_names`` of a read of every connection (None: there
-    is none); ``complete``: whether the reader reads every connection's naming responses itself,
-    so that what it has learned at the end is all the capture says."""
+class NameLookup(Protocol):
+    """The first names of a read of every connection (a dict, or ``NamesAhead``)."""
 
-    def __init__(self, elsewhere: Callable[[], dict[str, str]] | None = None, complete: bool = True):
+    def get(self, topic_id: str, /) -> str | None: ...
+
+
+class TopicNames:
+    """``elsewhere``: how to get the first names of a read of every connection (``first_names``,
+    or ``NamesAhead`` to read only as far as the ids asked about need; None: there is none);
+    ``complete``: whether the reader reads every connection's naming responses itself, so that
+    what it has learned at the end is all the capture says."""
+
+    def __init__(self, elsewhere: Callable[[], NameLookup] | None = None, complete: bool = True):
         self.by_id: dict[str, str] = {}  # the first name learned for each id
         self.complete = complete
         self._elsewhere = elsewhere
-        self._ahead: dict[str, str] | None = None  # elsewhere's first names
+        self._ahead: NameLookup | None = None  # elsewhere's first names
 
     def learn(self, exchange) -> None:
         for topic_id, name in _named(exchange):
@@ -124,6 +132,41 @@ def _named(exchange) -> Iterator[tuple[str, str]]:
             topic_id, name = topic.get("topic_id"), topic.get("name")
             if topic_id and name and topic_id != ZERO_UUID:
                 yield topic_id, name
+
+
+class NamesAhead:
+    """The first names ``exchanges`` (a read of every connection) give, read only as far as the
+    ids asked about need: an id named early in the capture costs a read of its start, an id
+    named nowhere the whole read. The read left off is taken up by the next ``get``."""
+
+    def __init__(self, exchanges: Iterable):
+        self.by_id: dict[str, str] = {}
+        self._rest: Iterator | None = iter(exchanges)
+        self.broken = False  # the read raised: what it gave is not all the capture says
+        self.read = 0  # exchanges read so far
+
+    @property
+    def finished(self) -> bool:
+        """Whether the whole read is done (an id ``get`` does not name is named nowhere)."""
+        return self._rest is None
+
+    def get(self, topic_id: str) -> str | None:
+        by_id = self.by_id
+        name = by_id.get(topic_id)
+        while name is None and self._rest is not None:
+            try:
+                exchange = next(self._rest)
+            except StopIteration:
+                self._rest = None
+                break
+            except BaseException:
+                self._rest, self.broken = None, True
+                raise
+            self.read += 1
+            for named_id, named in _named(exchange):
+                by_id.setdefault(named_id, named)
+            name = by_id.get(topic_id)
+        return name
 
 
 def first_names(exchanges: Iterable) -> dict[str, str]:

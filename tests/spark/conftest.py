@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ..cuts import Cut, segments_of
-from .expected import TANSU_CONFLUENT
-from .named_captures import NEW_CLIENT_PORT, late_clients, session
+from ..cuts import Cut
+from .named_captures import late_clients, naming_replayed
 
 
 @pytest.fixture(scope="session")
@@ -22,15 +21,14 @@ def never_named(tmp_path_factory) -> Path:
 def named_later(tmp_path_factory) -> Path:
     """The five clients, then the session's first naming connection replayed on a port of its own."""
     clients = late_clients()
-    _, port, _ = session()
-    connection = [s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port)]
-    shift = clients[-1].timestamp_ns - connection[0].timestamp_ns + 1_000_000_000
-    replayed = tuple(
-        s._replace(
-            timestamp_ns=s.timestamp_ns + shift,
-            src_port=NEW_CLIENT_PORT if s.src_port == port else s.src_port,
-            dst_port=NEW_CLIENT_PORT if s.dst_port == port else s.dst_port,
-        )
-        for s in connection
-    )
+    replayed = naming_replayed(clients[-1].timestamp_ns + 1_000_000_000)
     return Cut(clients + replayed).write(tmp_path_factory.mktemp("named_later") / "named_later.pcap")
+
+
+@pytest.fixture(scope="session")
+def named_early(tmp_path_factory) -> Path:
+    """The session's first naming connection replayed on a port of its own, then the five clients."""
+    clients = late_clients()
+    replayed = naming_replayed(clients[0].timestamp_ns - 2_000_000_000)
+    assert replayed[-1].timestamp_ns < clients[0].timestamp_ns
+    return Cut(replayed + clients).write(tmp_path_factory.mktemp("named_early") / "named_early.pcap")

@@ -4,7 +4,9 @@ Real connections live for hours: a capture usually starts long after the consume
 named the ids its Fetches use. ``never_named``: the confluent session from its first Fetch by
 id, as five clients side by side; ``named_later``: the same, followed by a new client's
 connection (the session's first Metadata connection, replayed later on a port of its own), so
-that the ids are named only after the Fetches that use them.
+that the ids are named only after the Fetches that use them; ``named_early``: that connection
+first, then the clients (a client refreshed its metadata early in the capture, on a connection of
+its own).
 """
 
 from __future__ import annotations
@@ -56,6 +58,21 @@ def late_clients() -> tuple:
     assert naming_port not in {p for s in late for p in (s.src_port, s.dst_port)}  # that client is gone
     clients = (s for k in range(LATE_COPIES) for s in as_client(late, broker_port, f"10.0.{k}.2", k * 1_000_000))
     return tuple(sorted(clients, key=lambda s: s.timestamp_ns))
+
+
+def naming_replayed(start_ns: int) -> tuple:
+    """The session's first naming connection, replayed from ``start_ns`` on the port ``NEW_CLIENT_PORT``."""
+    _, port, _ = session()
+    connection = [s for s in segments_of(TANSU_CONFLUENT) if port in (s.src_port, s.dst_port)]
+    shift = start_ns - connection[0].timestamp_ns
+    return tuple(
+        s._replace(
+            timestamp_ns=s.timestamp_ns + shift,
+            src_port=NEW_CLIENT_PORT if s.src_port == port else s.src_port,
+            dst_port=NEW_CLIENT_PORT if s.dst_port == port else s.dst_port,
+        )
+        for s in connection
+    )
 
 
 def slices_apart(path: Path) -> int:

@@ -165,3 +165,18 @@ def test_a_stream_names_them_from_files_before_the_tail_it_re_reads(spark, named
 def _stream_records(spark, folder: Path, tmp_path: Path, table: str, **options) -> None:
     """The records view of a stream over ``folder`` into the memory table ``table``."""
     stream_into(spark, folder, tmp_path, table, view="records", **options)
+
+
+@pytest.mark.parametrize("view", ["records", "lag"])
+def test_split_reads_of_ids_named_early_read_only_the_start_for_names(named_early, view):
+    """The slices of the five clients name their ids from a naming read of the whole capture,
+    which stops at the naming connection: the clients' own exchanges are not read again."""
+    one = _rows(view, named_early)
+    naming_pass.forget()
+    split = _rows(view, named_early, slices_apart(named_early))
+    fetched = [r for r in one if view == "lag" or r["direction"] == "fetch"]
+    assert fetched and all(r["topic"] for r in fetched)
+    assert Counter(map(repr, split)) == Counter(map(repr, one))
+    [ahead] = naming_pass.reads()
+    assert not ahead.finished
+    assert ahead.read < len(list(read_capture(named_early))) / 10

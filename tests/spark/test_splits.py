@@ -11,6 +11,7 @@ import gzip
 import struct
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from chispa import assert_df_equality
@@ -27,6 +28,7 @@ from kafka_protocol_source.spark.partition_reader import (
     slice_scope,
 )
 from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.spec.api_keys import METADATA
 from kafka_protocol_source.views.topic_names import TOPIC_NAMING_APIS
 
 from ..cuts import Cut, pieces, segments_of
@@ -242,3 +244,27 @@ def test_slices_whose_connections_name_their_topics_do_no_naming_read():
     rows = [r for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
     assert len(parts) >= 4 and rows and all(r["topic"] for r in rows)
     assert naming_pass.kept() == 0
+
+
+def test_a_naming_read_that_raised_is_made_again_not_taken_up(monkeypatch):
+    """A task's naming read that failed (its file rotated away, say) is not what the worker's next
+    task names from: that one reads again."""
+    calls = []
+
+    def read_with(paths, options):
+        calls.append(paths)
+        yield SimpleNamespace(api_key=METADATA, response={"topics": [{"topic_id": "a", "name": "one"}]})
+        if len(calls) == 1:
+            raise OSError("rotated away")
+        yield SimpleNamespace(api_key=METADATA, response={"topics": [{"topic_id": "b", "name": "two"}]})
+
+    monkeypatch.setattr(naming_pass, "read_with", read_with)
+    naming_pass.forget()
+    paths, options = [str(TANSU_CONFLUENT)], CaptureOptions()
+    first = naming_pass.naming_read(paths, options, lambda ex: True, "key")
+    with pytest.raises(OSError):
+        first.get("b")
+    again = naming_pass.naming_read(paths, options, lambda ex: True, "key")
+    assert again is not first and again.get("b") == "two" and len(calls) == 2
+    assert naming_pass.naming_read(paths, options, lambda ex: True, "key") is again  # taken up from here on
+    naming_pass.forget()

@@ -2,8 +2,10 @@
 
 from types import SimpleNamespace
 
+import pytest
+
 from kafka_protocol_source.spec.api_keys import METADATA
-from kafka_protocol_source.views.topic_names import AwaitingNames, TopicNames, first_names
+from kafka_protocol_source.views.topic_names import AwaitingNames, NamesAhead, TopicNames, first_names
 
 
 def _metadata(**names):
@@ -77,3 +79,31 @@ def test_without_a_way_to_look_ahead_the_rows_past_the_budget_go_out_as_named_by
 
 def _never():
     raise AssertionError("not asked for")
+
+
+def test_names_ahead_reads_only_as_far_as_the_ids_asked_about_need():
+    given = []
+
+    def read():
+        for ex in [_metadata(a="one"), _metadata(b="two"), _metadata(a="uno", c="three")]:
+            given.append(ex)
+            yield ex
+
+    ahead = NamesAhead(read())
+    assert ahead.get("a") == "one" and len(given) == 1 and not ahead.finished
+    assert ahead.get("a") == "one" and len(given) == 1  # known: nothing more is read
+    assert ahead.get("b") == "two" and len(given) == 2
+    assert ahead.get("d") is None and ahead.finished and len(given) == 3  # named nowhere: read to the end
+    assert (ahead.get("c"), ahead.get("a"), ahead.read) == ("three", "one", 3)
+
+
+def test_names_ahead_says_a_read_that_raised_is_broken():
+    def read():
+        yield _metadata(a="one")
+        raise OSError("rotated away")
+
+    ahead = NamesAhead(read())
+    assert ahead.get("a") == "one" and not ahead.broken
+    with pytest.raises(OSError):
+        ahead.get("b")
+    assert ahead.broken and ahead.finished
