@@ -17,10 +17,12 @@ its own connections (the work grows with N).
 but each decompresses the whole file (bytes and records are of the decompressed data).
 
 ``--view records`` (or ``lag``) reads the partitions as the Spark tasks of that view do
-(``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them. A
+(``PartitionReader``, rows to Arrow), all in this process: as if one Python worker ran them
+(``--workers W``: as if W workers did, each with its own naming state, one after the other). A
 task that meets a topic id its own connections did not name does a naming read of the whole
-capture (``naming_pass``), at most once per worker, as far as its ids need; printed: the CPU
-seconds of a whole naming read, and how many naming reads each plan's tasks did.
+capture (``naming_pass``), at most once per worker, as far as its ids need, unless another
+worker read it to the end (``shared_names``; each plan starts with none shared: a first query);
+printed: the CPU seconds of a whole naming read, and how many naming reads each plan's tasks made.
 
 ``--named-at F`` builds a capture whose clients fetching by topic id joined after they named their
 ids (the sample sessions from their first Fetch by id), all but the one round of copies at
@@ -28,7 +30,7 @@ fraction F of the capture, which is whole (a client's metadata refresh); negativ
 named nowhere. Split slices that read no whole copy then need the naming read.
 
     python benchmarks/bench_splits.py [--size-mb 100] [--splits 1,2,8,32] [--without-index] [--rebuild]
-                                      [--view exchanges|records|lag] [--gzip] [--named-at F]
+                                      [--view exchanges|records|lag] [--gzip] [--named-at F] [--workers W]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import os
 import shutil
 import struct
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks and t
 from benchmarks.bench_capture import sample_seeds
 from kafka_protocol_source.capture.index import index_records
 from kafka_protocol_source.pipeline import CaptureOptions, read_with
-from kafka_protocol_source.spark import naming_pass
+from kafka_protocol_source.spark import naming_pass, shared_names
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions, slice_scope
 from kafka_protocol_source.spark.source import default_schema
@@ -105,7 +108,7 @@ def _first_fetch_by_id(frames: list[tuple[int, bytes]], broker_port: int) -> int
     return 0
 
 
-def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> dict:
+def read_plan(path: str, count: int, index: bool, view: str = "exchanges", workers: int = 1) -> dict:
     split = -(-os.path.getsize(path) // count)
     cpu = time.process_time()
     parts = plan_partitions([path], split, index=index)
@@ -114,8 +117,14 @@ def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> di
     keys: list = []
     options = ReadOptions.parse({"path": path, "view": view})
     reader = PartitionReader(options, default_schema(options))
-    naming_pass.forget()  # a worker that has not read this capture yet
-    for p in parts:
+    os.environ[shared_names.DIRECTORY_VARIABLE] = tempfile.mkdtemp(prefix="bench-splits-names-")  # a first query
+    naming_reads = 0
+    worker = -1
+    for p in sorted(parts, key=lambda p: p.index % workers):  # each worker's tasks, one worker after the other
+        if p.index % workers != worker:  # a worker that has not read this capture yet
+            naming_reads += _naming_reads_made()
+            naming_pass.forget()
+            worker = p.index % workers
         cpu = time.process_time()
         if view != "exchanges":
             for batch in reader.read(p):
@@ -139,8 +148,13 @@ def read_plan(path: str, count: int, index: bool, view: str = "exchanges") -> di
         "records": sum(sum(r.flat[3::4]) for r in runs) if runs else None,
         "rows": rows,
         "digest": digest.hexdigest()[:16],
-        "naming_reads": naming_pass.kept(),
+        "naming_reads": naming_reads + _naming_reads_made(),
     }
+
+
+def _naming_reads_made() -> int:
+    """Naming reads this worker made (not those whose names another worker's finished read gave)."""
+    return sum(r.read > 0 for r in naming_pass.reads())
 
 
 def naming_read_cpu(path: str) -> float:
@@ -159,6 +173,7 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--view", choices=("exchanges", "records", "lag"), default="exchanges")
     ap.add_argument("--gzip", action="store_true", help="read the capture gzipped (made once, next to it)")
+    ap.add_argument("--workers", type=int, default=1, help="Python workers the tasks of a plan are dealt to")
     ap.add_argument(
         "--named-at",
         type=float,
@@ -187,7 +202,7 @@ def main() -> None:
     if args.without_index:
         plans += [(n, False) for n in map(int, args.splits.split(",")) if n > 1]
     for n, index in plans:
-        got = one if (n, index) == (1, True) else read_plan(path, n, index, args.view)
+        got = one if (n, index) == (1, True) else read_plan(path, n, index, args.view, args.workers)
         total = got["plan_cpu"] + got["tasks_cpu"]
         base = one["plan_cpu"] + one["tasks_cpu"]
         records = f"{got['records'] / packets:.3f}x" if got["records"] is not None else f"{got['partitions']:.3f}x"

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from kafka_protocol_source.spark.shared_names import DIRECTORY_VARIABLE
 
 # CI runs the same examples every time (a property test there gates a merge; it does not explore):
 # .ci/run sets HYPOTHESIS_PROFILE=ci. Locally each run draws new examples.
@@ -16,6 +22,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_captures"
+
+# Finished naming reads leave their names in files for other workers (spark.shared_names): a run of
+# the tests keeps its own, and each test its own in this process (Spark's workers, started once,
+# share the run's). Set before the SparkSession starts, so that its workers inherit it.
+_SHARED_NAMES = Path(tempfile.mkdtemp(prefix="kafka-wire-test-names-"))
+atexit.register(shutil.rmtree, _SHARED_NAMES, ignore_errors=True)
+os.environ[DIRECTORY_VARIABLE] = str(_SHARED_NAMES / "workers")
+_tests = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _shared_names_of_its_own(monkeypatch):
+    monkeypatch.setenv(DIRECTORY_VARIABLE, str(_SHARED_NAMES / str(next(_tests))))
 
 
 @pytest.fixture(scope="session")

@@ -28,11 +28,12 @@ from dataclasses import replace
 
 from ..pipeline import CaptureOptions, read_with
 from ..views.topic_names import TOPIC_NAMING_APIS, NameLookup, NamesAhead, first_names
+from . import shared_names
 
 _KEPT = 4  # captures whose names a worker keeps
 LOOK_BACK_FILES = 512  # a stream's earlier files read for names: the newest of the session's
 _KEPT_FILES = 2 * LOOK_BACK_FILES  # earlier files whose names a worker keeps (two streams' worth)
-_names: OrderedDict[Hashable, NamesAhead] = OrderedDict()
+_names: OrderedDict[Hashable, SharedRead] = OrderedDict()
 _file_names: OrderedDict[Hashable, dict[str, str]] = OrderedDict()
 
 
@@ -49,12 +50,58 @@ def naming_read(
     key = _key(list(paths), naming, keeps_key)
     ahead = _names.get(key)
     if ahead is None or ahead.broken:
-        ahead = _names[key] = NamesAhead(ex for ex in read_with(list(paths), naming) if keeps(ex))
+        ahead = _names[key] = SharedRead(
+            key, lambda: NamesAhead(ex for ex in read_with(list(paths), naming) if keeps(ex))
+        )
         while len(_names) > _KEPT:
             _names.popitem(last=False)
     else:
         _names.move_to_end(key)
     return ahead
+
+
+class SharedRead:
+    """A worker's naming read of one capture that takes what another worker of the machine
+    finished (``shared_names``): an id not named yet is read for while no other worker reads the
+    capture, once it is known that none has read it to the end."""
+
+    def __init__(self, key: Hashable, start: Callable[[], NamesAhead]):
+        self._key, self._start = key, start
+        self._ahead: NamesAhead | None = None
+        self._finished = shared_names.load(key)  # every name of the capture (None: not known yet)
+        self.read = 0  # exchanges this worker read for names
+
+    @property
+    def broken(self) -> bool:
+        return self._ahead is not None and self._ahead.broken
+
+    @property
+    def finished(self) -> bool:
+        """Whether every name the capture gives is known here."""
+        return self._finished is not None
+
+    def get(self, topic_id: str) -> str | None:
+        if self._finished is not None:
+            return self._finished.get(topic_id)
+        ahead = self._ahead
+        if ahead is not None and not ahead.broken and topic_id in ahead.by_id:
+            return ahead.by_id[topic_id]
+        with shared_names.reading(self._key):
+            self._finished = shared_names.load(self._key)
+            if self._finished is not None:
+                self._ahead = None
+                return self._finished.get(topic_id)
+            if ahead is None or ahead.broken:
+                ahead = self._ahead = self._start()
+            before = ahead.read
+            try:
+                name = ahead.get(topic_id)
+            finally:
+                self.read += ahead.read - before
+            if ahead.finished:
+                self._finished, self._ahead = ahead.by_id, None
+                shared_names.store(self._key, ahead.by_id)
+            return name
 
 
 def earlier_names(
@@ -106,7 +153,7 @@ def _identity(path: str) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
-def reads() -> list[NamesAhead]:
+def reads() -> list[SharedRead]:
     """The naming reads of whole captures this worker keeps, the newest last."""
     return list(_names.values())
 

@@ -1,0 +1,92 @@
+"""The names a finished naming read found, shared by the Python workers of one machine.
+
+A naming read (``naming_pass``) that had to go to the end of a capture (an id it names nowhere:
+a capture joined after its clients named their ids) costs about half a read of the whole file.
+Each worker process would make it again, and so would every later query of the same capture.
+So a finished read leaves its names in a small file, keyed by what decides them (the capture's
+files by path, size and modification time; the read's options; what it keeps; this package's
+version), and a worker reads them from there instead. While one worker reads a capture for
+names, the others wait for it (``reading``) rather than read it alongside.
+
+The files live in a directory of this user's in the system's temporary directory (``TMPDIR``),
+or in ``KAFKA_WIRE_NAMES_DIR``, made readable by this user only; a file that cannot be read or
+written is as if there were none.
+This module does not decide when a read is needed or what it keeps (``naming_pass`` does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Hashable, Iterator
+from importlib import metadata
+from pathlib import Path
+
+
+def _version() -> str:
+    try:
+        return metadata.version("kafka-wire")
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+_VERSION = _version()
+DIRECTORY_VARIABLE = "KAFKA_WIRE_NAMES_DIR"
+
+
+def directory() -> Path:
+    """Where this user's shared names are kept: ``KAFKA_WIRE_NAMES_DIR`` if set."""
+    chosen = os.environ.get(DIRECTORY_VARIABLE)
+    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"kafka-wire-{os.getuid()}" / "topic-names"
+
+
+def load(key: Hashable) -> dict[str, str] | None:
+    """The names a finished read of ``key`` found, if one left them."""
+    try:
+        with open(_file(key), encoding="utf-8") as f:
+            names = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
+        return None
+    return names
+
+
+def store(key: Hashable, names: dict[str, str]) -> None:
+    """Leave the names a finished read of ``key`` found (written whole or not at all)."""
+    path = _file(key)
+    with contextlib.suppress(OSError):
+        _own_directory()
+        temporary = path.with_name(f"{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(names), encoding="utf-8")
+        os.replace(temporary, path)
+
+
+@contextlib.contextmanager
+def reading(key: Hashable) -> Iterator[None]:
+    """Held while this process reads for the names of ``key``: another waits until it is done."""
+    try:
+        _own_directory()
+        lock = open(_file(key).with_suffix(".lock"), "a")  # held across the yield
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
+def _file(key: Hashable) -> Path:
+    digest = hashlib.sha256(repr((_VERSION, key)).encode("utf-8", "surrogatepass")).hexdigest()
+    return directory() / f"{digest[:32]}.json"
+
+
+def _own_directory() -> None:
+    path = directory()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_uid != os.getuid() or path.parent.stat().st_uid != os.getuid():
+        raise PermissionError(f"{path} is not this user's")

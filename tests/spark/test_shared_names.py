@@ -1,0 +1,107 @@
+"""A naming read that went to the end of a capture is shared with the machine's other workers,
+and with later queries: they take its names instead of reading the capture again."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from kafka_protocol_source.pipeline import CaptureOptions
+from kafka_protocol_source.spark import naming_pass, shared_names
+from kafka_protocol_source.spec.api_keys import METADATA
+
+from .expected import TANSU_CONFLUENT
+
+
+def _metadata(**names):
+    topics = [{"topic_id": topic_id, "name": name} for topic_id, name in names.items()]
+    return SimpleNamespace(api_key=METADATA, response={"topics": topics})
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """The naming reads made (their paths), each of a capture naming a and b."""
+    made: list = []
+
+    def read_with(paths, options):
+        made.append(paths)
+        yield _metadata(a="one")
+        yield _metadata(b="two")
+
+    monkeypatch.setattr(naming_pass, "read_with", read_with)
+    naming_pass.forget()
+    yield made
+    naming_pass.forget()
+
+
+def _naming_read(path=TANSU_CONFLUENT):
+    return naming_pass.naming_read([str(path)], CaptureOptions(), lambda ex: True, ("records", "PERMISSIVE"))
+
+
+def test_a_worker_takes_the_names_another_read_to_the_end(reads):
+    first = _naming_read()
+    assert first.get("c") is None and first.finished and len(reads) == 1  # named nowhere: read to the end
+    naming_pass.forget()  # another worker
+    other = _naming_read()
+    assert other.finished and (other.get("a"), other.get("c")) == ("one", None)
+    assert len(reads) == 1 and other.read == 0
+
+
+def test_a_read_that_stopped_early_is_not_shared(reads):
+    first = _naming_read()
+    assert first.get("a") == "one" and not first.finished
+    naming_pass.forget()
+    other = _naming_read()
+    assert not other.finished and other.get("b") == "two" and len(reads) == 2
+
+
+def test_a_changed_capture_is_read_again(reads, tmp_path):
+    capture = tmp_path / "c.pcap"
+    capture.write_bytes(TANSU_CONFLUENT.read_bytes())
+    assert _naming_read(capture).get("c") is None
+    naming_pass.forget()
+    os.utime(capture, ns=(0, 0))
+    assert not _naming_read(capture).finished and len(reads) == 1
+
+
+def test_a_worker_waits_for_another_reading_the_capture_then_takes_its_names(reads):
+    key = naming_pass._key(
+        [str(TANSU_CONFLUENT)], naming_pass._naming_options(CaptureOptions()), ("records", "PERMISSIVE")
+    )
+    reading = threading.Event()
+
+    def other_worker():
+        with shared_names.reading(key):
+            reading.set()
+            time.sleep(0.3)
+            shared_names.store(key, {"a": "uno"})
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    reading.wait()
+    assert _naming_read().get("a") == "uno"  # waited for the other's read, did not read itself
+    thread.join()
+    assert reads == []
+
+
+def test_a_file_that_is_not_names_is_as_if_there_were_none(reads):
+    key = ("some", "key")
+    shared_names.store(key, {"a": "one"})
+    assert shared_names.load(key) == {"a": "one"}
+    shared_names._file(key).write_text('["not", "names"]')
+    assert shared_names.load(key) is None
+    shared_names._file(key).write_text("{trunc")
+    assert shared_names.load(key) is None
+
+
+def test_a_directory_that_cannot_be_written_shares_nothing_and_reads_alone(reads, monkeypatch, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv(shared_names.DIRECTORY_VARIABLE, str(blocked / "names"))
+    assert _naming_read().get("c") is None and len(reads) == 1
+    naming_pass.forget()
+    assert _naming_read().get("b") == "two" and len(reads) == 2
