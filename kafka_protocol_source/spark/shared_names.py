@@ -76,7 +76,8 @@ def reading(key: Hashable) -> Iterator[None]:
         yield
         return
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # a file system without locks: the workers read alongside
+            fcntl.flock(lock, fcntl.LOCK_EX)
         yield  # closing the file releases the lock
 
 
