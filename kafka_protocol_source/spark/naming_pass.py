@@ -1,22 +1,24 @@
-"""The topic names a read of the records or lag view needs from beyond what it has read.
+"""The topic names a read of the records, lag or a typed view needs from beyond what it has read.
 
 Its Fetches and Produces may name topics by id only, and the response that names an id may
 come on a connection the reader does not read (one slice of a split read reads only its own
 connections' records), or much later in the capture than the reader can hold rows for. Then
-(``views.topic_names``) the reader is handed the ``first_names`` of one read of every connection
+(``views.topic_names``) the reader is handed the first names of one read of every connection
 that decodes the topic-naming apis only (no other bodies, no rows).
 
 That read goes only as far as the ids asked about need (``NamesAhead``): where a client refreshed
-its metadata early in the capture, the start of the capture names every id. It is made at most once
-per worker process and capture: a Python worker runs its tasks one after another, and the later
-slices of the same capture take it up where it was left. What teaches a
+its metadata early in the capture, the start of the capture names every id. A Python worker runs
+its tasks one after another and makes it at most once per capture: its later slices take it up
+where it was left. A read that went to the end (an id the capture names nowhere) is shared with
+the machine's other workers and later queries (``SharedRead``, ``shared_names``). What teaches a
 name (``keeps``: the read mode, a requested api version) is the caller's to say.
 
 A stream's micro-batch re-reads only a tail of its capture session (what rebuilds the
 connections still open), so the Metadata that named an id an hour ago is behind it. It looks
 back instead (``earlier_names``): at the session's newest files before its tail, each read on
-its own and kept by the worker, so that a long-running stream reads each file once for names (a
-naming response cut in two by a file's rotation is lost to this look, not to the tail's read).
+its own and kept by the worker and shared with the machine's other workers (``shared_names``),
+so that a long-running stream, or one restarted, reads each file once for names (a naming
+response cut in two by a file's rotation is lost to this look, not to the tail's read).
 """
 
 from __future__ import annotations
@@ -136,7 +138,11 @@ def _file_first_names(
     key = _key([path], naming, keeps_key)
     found = _file_names.get(key)
     if found is None:
-        found = _file_names[key] = first_names(ex for ex in read_with([path], naming) if keeps(ex))
+        found = shared_names.load(key)
+        if found is None:
+            found = first_names(ex for ex in read_with([path], naming) if keeps(ex))
+            shared_names.store(key, found)
+        _file_names[key] = found
         while len(_file_names) > _KEPT_FILES:
             _file_names.popitem(last=False)
     else:

@@ -105,3 +105,16 @@ def test_a_directory_that_cannot_be_written_shares_nothing_and_reads_alone(reads
     assert _naming_read().get("c") is None and len(reads) == 1
     naming_pass.forget()
     assert _naming_read().get("b") == "two" and len(reads) == 2
+
+
+def test_a_stream_worker_takes_an_earlier_file_s_names_another_read(reads):
+    """A stream looks back at its session's earlier files for names: each is read once per machine
+    (a restarted stream does not read them again)."""
+    files = [(str(TANSU_CONFLUENT), 100)]
+    assert naming_pass.earlier_names(files, CaptureOptions(), lambda ex: True, "key") == {"a": "one", "b": "two"}
+    naming_pass.forget()
+    assert naming_pass.earlier_names(files, CaptureOptions(), lambda ex: True, "key") == {"a": "one", "b": "two"}
+    assert len(reads) == 1
+    naming_pass.forget()
+    assert naming_pass.earlier_names([(str(TANSU_CONFLUENT), 50)], CaptureOptions(), lambda ex: True, "key")
+    assert len(reads) == 2  # fewer of its packets: another read
