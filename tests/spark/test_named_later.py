@@ -74,9 +74,15 @@ def test_fetched_records_are_named_as_in_the_whole_session(named_later):
 
 @pytest.mark.parametrize("view", ["records", "lag"])
 def test_split_reads_name_them_as_one_partition_does(named_later, view):
-    one = _rows(view, named_later)
+    _split_reads_as_one_partition(view, named_later)
+
+
+def _split_reads_as_one_partition(view: str, path: Path) -> None:
+    """A read of ``path`` in slices that keep its naming connection apart names every fetched
+    record, and gives the rows of a read in one partition."""
+    one = _rows(view, path)
     naming_pass.forget()
-    split = _rows(view, named_later, slices_apart(named_later))
+    split = _rows(view, path, slices_apart(path))
     fetched = [r for r in one if view == "lag" or r["direction"] == "fetch"]
     assert fetched and all(r["topic"] for r in fetched)
     assert Counter(map(repr, split)) == Counter(map(repr, one))
@@ -171,12 +177,7 @@ def _stream_records(spark, folder: Path, tmp_path: Path, table: str, **options) 
 def test_split_reads_of_ids_named_early_read_only_the_start_for_names(named_early, view):
     """The slices of the five clients name their ids from a naming read of the whole capture,
     which stops at the naming connection: the clients' own exchanges are not read again."""
-    one = _rows(view, named_early)
-    naming_pass.forget()
-    split = _rows(view, named_early, slices_apart(named_early))
-    fetched = [r for r in one if view == "lag" or r["direction"] == "fetch"]
-    assert fetched and all(r["topic"] for r in fetched)
-    assert Counter(map(repr, split)) == Counter(map(repr, one))
+    _split_reads_as_one_partition(view, named_early)
     [ahead] = naming_pass.reads()
     assert not ahead.finished
     assert ahead.read < len(list(read_capture(named_early))) / 10
