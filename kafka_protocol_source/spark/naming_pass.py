@@ -71,6 +71,7 @@ class SharedRead:
         self._key, self._start = key, start
         self._ahead: NamesAhead | None = None
         self._finished = shared_names.load(key)  # every name of the capture (None: not known yet)
+        self._partial: dict[str, str] = {}  # first names another worker's read found before it stopped
         self.read = 0  # exchanges this worker read for names
 
     @property
@@ -85,6 +86,8 @@ class SharedRead:
     def get(self, topic_id: str) -> str | None:
         if self._finished is not None:
             return self._finished.get(topic_id)
+        if topic_id in self._partial:
+            return self._partial[topic_id]
         ahead = self._ahead
         if ahead is not None and not ahead.broken and topic_id in ahead.by_id:
             return ahead.by_id[topic_id]
@@ -93,6 +96,11 @@ class SharedRead:
             if self._finished is not None:
                 self._ahead = None
                 return self._finished.get(topic_id)
+            # a read that stopped early found the first names of the ids it found: the worker that
+            # waited for it takes them rather than read the same start of the capture again
+            self._partial = shared_names.load(self._key, partial=True) or {}
+            if topic_id in self._partial:
+                return self._partial[topic_id]
             if ahead is None or ahead.broken:
                 ahead = self._ahead = self._start()
             before = ahead.read
@@ -103,6 +111,8 @@ class SharedRead:
             if ahead.finished:
                 self._finished, self._ahead = ahead.by_id, None
                 shared_names.store(self._key, ahead.by_id)
+            elif len(ahead.by_id) > len(self._partial):
+                shared_names.store(self._key, ahead.by_id, partial=True)
             return name
 
 

@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Hashable, Iterator
 from importlib import metadata
@@ -44,10 +45,14 @@ def directory() -> Path:
     return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"kafka-wire-{os.getuid()}" / "topic-names"
 
 
-def load(key: Hashable) -> dict[str, str] | None:
-    """The names a finished read of ``key`` found, if one left them."""
+def load(key: Hashable, partial: bool = False) -> dict[str, str] | None:
+    """The names a finished read of ``key`` found, if one left them (``partial``: the names a
+    read that stopped early found, each the first name of its id all the same). Only a file of this
+    user's is taken: another user may have made the directory before this one did."""
     try:
-        with open(_file(key), encoding="utf-8") as f:
+        with open(os.open(_file(key, partial), os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_uid != os.getuid():
+                return None
             names = json.load(f)
     except (OSError, ValueError):
         return None
@@ -56,9 +61,10 @@ def load(key: Hashable) -> dict[str, str] | None:
     return names
 
 
-def store(key: Hashable, names: dict[str, str]) -> None:
-    """Leave the names a finished read of ``key`` found (written whole or not at all)."""
-    path = _file(key)
+def store(key: Hashable, names: dict[str, str], partial: bool = False) -> None:
+    """Leave the names a finished read of ``key`` found (written whole or not at all; ``partial``:
+    of a read that stopped early)."""
+    path = _file(key, partial)
     with contextlib.suppress(OSError):
         _own_directory()
         temporary = path.with_name(f"{path.name}.{os.getpid()}")
@@ -81,13 +87,18 @@ def reading(key: Hashable) -> Iterator[None]:
         yield  # closing the file releases the lock
 
 
-def _file(key: Hashable) -> Path:
+def _file(key: Hashable, partial: bool = False) -> Path:
     digest = hashlib.sha256(repr((_VERSION, key)).encode("utf-8", "surrogatepass")).hexdigest()
-    return directory() / f"{digest[:32]}.json"
+    return directory() / f"{digest[:32]}{'.partial' if partial else ''}.json"
 
 
 def _own_directory() -> None:
+    """The directory, made if missing, if only this user can change what is in it: its own and
+    writable by it alone, in one of its own or root's (a shared one, as /tmp, sticky)."""
     path = directory()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_uid != os.getuid() or path.parent.stat().st_uid != os.getuid():
-        raise PermissionError(f"{path} is not this user's")
+    here, up, uid = path.stat(), path.parent.stat(), os.getuid()
+    if here.st_uid != uid or here.st_mode & 0o022:
+        raise PermissionError(f"{path} is not this user's alone")
+    if up.st_uid not in (uid, 0) or (up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX):
+        raise PermissionError(f"{path.parent} is not this user's or root's")

@@ -4,8 +4,12 @@ and with later queries: they take its names instead of reading the capture again
 from __future__ import annotations
 
 import os
+import shutil
+import stat
+import tempfile
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -118,3 +122,52 @@ def test_a_stream_worker_takes_an_earlier_file_s_names_another_read(reads):
     naming_pass.forget()
     assert naming_pass.earlier_names([(str(TANSU_CONFLUENT), 50)], CaptureOptions(), lambda ex: True, "key")
     assert len(reads) == 2  # fewer of its packets: another read
+
+
+def test_a_worker_that_waited_for_a_read_that_stopped_early_takes_the_names_it_found(reads):
+    """The first names a read found before it stopped are the capture's first names of those ids:
+    a worker that waited for that read does not read the same start of the capture again."""
+    first = _naming_read()
+    assert first.get("a") == "one" and not first.finished and len(reads) == 1
+    naming_pass.forget()  # another worker, asking for the same id
+    other = _naming_read()
+    assert other.get("a") == "one" and len(reads) == 1 and other.read == 0
+    assert other.get("b") == "two" and len(reads) == 2  # an id it did not find: read
+
+
+def test_names_of_another_read_mode_or_options_are_not_taken(reads):
+    first = _naming_read()
+    assert first.get("c") is None and first.finished and len(reads) == 1
+    naming_pass.forget()
+    other_mode = naming_pass.naming_read(
+        [str(TANSU_CONFLUENT)], CaptureOptions(), lambda ex: True, ("records", "DROPMALFORMED")
+    )
+    assert not other_mode.finished and other_mode.get("a") == "one" and len(reads) == 2
+    naming_pass.forget()
+    other_ports = naming_pass.naming_read(
+        [str(TANSU_CONFLUENT)], CaptureOptions(ports=frozenset({19092})), lambda ex: True, ("records", "PERMISSIVE")
+    )
+    assert not other_ports.finished and other_ports.get("a") == "one" and len(reads) == 3
+
+
+def test_a_file_of_another_user_is_as_if_there_were_none(reads, monkeypatch):
+    """Another user may make the directory first (in /tmp) and leave names in it: they are not taken."""
+    key = ("some", "key")
+    shared_names.store(key, {"a": "one"})
+    assert shared_names.load(key) == {"a": "one"}
+    monkeypatch.setattr(shared_names.os, "getuid", lambda: os.stat(shared_names._file(key)).st_uid + 1)
+    assert shared_names.load(key) is None
+
+
+def test_a_directory_of_ones_own_in_the_shared_temporary_directory_is_used(reads, monkeypatch):
+    """KAFKA_WIRE_NAMES_DIR=/tmp/something: /tmp is root's, and sticky."""
+    shared = Path(tempfile.gettempdir())
+    if shared.stat().st_uid != 0 or not shared.stat().st_mode & stat.S_ISVTX:
+        pytest.skip(f"{shared} is not root's sticky directory")
+    chosen = shared / f"kafka-wire-test-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv(shared_names.DIRECTORY_VARIABLE, str(chosen))
+    try:
+        shared_names.store(("some", "key"), {"a": "one"})
+        assert shared_names.load(("some", "key")) == {"a": "one"}
+    finally:
+        shutil.rmtree(chosen, ignore_errors=True)
