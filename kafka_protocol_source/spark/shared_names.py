@@ -17,7 +17,6 @@ This module does not decide when a read is needed or what it keeps (``naming_pas
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +25,11 @@ import tempfile
 from collections.abc import Hashable, Iterator
 from importlib import metadata
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no file locks here, the workers read alongside
+    fcntl = None  # type: ignore[assignment]
 
 
 def _version() -> str:
@@ -42,7 +46,7 @@ DIRECTORY_VARIABLE = "KAFKA_WIRE_NAMES_DIR"
 def directory() -> Path:
     """Where this user's shared names are kept: ``KAFKA_WIRE_NAMES_DIR`` if set."""
     chosen = os.environ.get(DIRECTORY_VARIABLE)
-    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"kafka-wire-{os.getuid()}" / "topic-names"
+    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"kafka-wire-{_uid()}" / "topic-names"
 
 
 def load(key: Hashable, partial: bool = False) -> dict[str, str] | None:
@@ -50,8 +54,8 @@ def load(key: Hashable, partial: bool = False) -> dict[str, str] | None:
     read that stopped early found, each the first name of its id all the same). Only a file of this
     user's is taken: another user may have made the directory before this one did."""
     try:
-        with open(os.open(_file(key, partial), os.O_RDONLY | os.O_NOFOLLOW), encoding="utf-8") as f:
-            if os.fstat(f.fileno()).st_uid != os.getuid():
+        with open(os.open(_file(key, partial), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_uid != _uid():
                 return None
             names = json.load(f)
     except (OSError, ValueError):
@@ -82,9 +86,14 @@ def reading(key: Hashable) -> Iterator[None]:
         yield
         return
     with lock:
-        with contextlib.suppress(OSError):  # a file system without locks: the workers read alongside
+        with contextlib.suppress(OSError, AttributeError):  # a file system without locks: the workers read alongside
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield  # closing the file releases the lock
+
+
+def _uid() -> int:
+    getuid = getattr(os, "getuid", None)  # not on Windows
+    return getuid() if getuid is not None else 0
 
 
 def _file(key: Hashable, partial: bool = False) -> Path:
@@ -97,7 +106,7 @@ def _own_directory() -> None:
     writable by it alone, in one of its own or root's (a shared one, as /tmp, sticky)."""
     path = directory()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    here, up, uid = path.stat(), path.parent.stat(), os.getuid()
+    here, up, uid = path.stat(), path.parent.stat(), _uid()
     if here.st_uid != uid or here.st_mode & 0o022:
         raise PermissionError(f"{path} is not this user's alone")
     if up.st_uid not in (uid, 0) or (up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX):
