@@ -83,6 +83,8 @@ def reading(key: Hashable) -> Iterator[None]:
         _own_directory()
         lock = open(_file(key).with_suffix(".lock"), "a")  # held across the yield
     except OSError:
+        lock = None
+    if lock is None:  # outside the except: an error of the read is not chained to this one
         yield
         return
     with lock:
