@@ -164,9 +164,11 @@ def _key(paths: list[str], naming: CaptureOptions, keeps_key: Hashable) -> Hasha
     return (tuple(paths), tuple(_identity(p) for p in paths), repr(naming), keeps_key)
 
 
-def _identity(path: str) -> tuple[int, int]:
+def _identity(path: str) -> tuple[int, ...]:
+    """What tells one content of ``path`` from another: a file rewritten in place with its size and
+    modification time kept (``cp -p``, ``rsync -t``) has another change time."""
     stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
 
 
 def reads() -> list[SharedRead]:

@@ -1,17 +1,22 @@
-"""The names a finished naming read found, shared by the Python workers of one machine.
+"""The names a naming read found, shared by the Python workers of one machine.
 
 A naming read (``naming_pass``) that had to go to the end of a capture (an id it names nowhere:
 a capture joined after its clients named their ids) costs about half a read of the whole file.
 Each worker process would make it again, and so would every later query of the same capture.
 So a finished read leaves its names in a small file, keyed by what decides them (the capture's
-files by path, size and modification time; the read's options; what it keeps; this package's
-version), and a worker reads them from there instead. While one worker reads a capture for
-names, the others wait for it (``reading``) rather than read it alongside.
+files by path, size, inode and modification and change times; the read's options; what it
+keeps; this package's version), and a worker reads them from there instead. While one worker
+reads a capture for names, the others wait for it (``reading``) rather than read it alongside;
+a read that stopped early leaves the names it found too (``partial``), which are the first names
+of those ids all the same.
 
-The files live in a directory of this user's in the system's temporary directory (``TMPDIR``),
-or in ``KAFKA_WIRE_NAMES_DIR``, made readable by this user only; a file that cannot be read or
-written is as if there were none.
-This module does not decide when a read is needed or what it keeps (``naming_pass`` does).
+The files live in a directory of this user's in the system's temporary directory
+(``tempfile.gettempdir()``: ``TMPDIR``, else ``/tmp``), or in ``KAFKA_WIRE_NAMES_DIR``. Only a
+directory that this user alone can change is written to, only this user's files are read, and
+files not written for a week are removed. A file that cannot be read or written is as if there
+were none; where there are no file locks (Windows, some network file systems) workers read
+alongside. This module does not decide when a read is needed or what it keeps (``naming_pass``
+does).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Hashable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +47,7 @@ def _version() -> str:
 
 _VERSION = _version()
 DIRECTORY_VARIABLE = "KAFKA_WIRE_NAMES_DIR"
+KEPT_FOR_NS = 7 * 24 * 3600 * 10**9  # a week
 
 
 def directory() -> Path:
@@ -74,6 +81,16 @@ def store(key: Hashable, names: dict[str, str], partial: bool = False) -> None:
         temporary = path.with_name(f"{path.name}.{os.getpid()}")
         temporary.write_text(json.dumps(names), encoding="utf-8")
         os.replace(temporary, path)
+        _forget_old(path.parent)
+
+
+def _forget_old(folder: Path) -> None:
+    """Names (and locks) not written for ``KEPT_FOR_NS`` go: the directory does not grow forever."""
+    cutoff = time.time_ns() - KEPT_FOR_NS
+    for entry in os.scandir(folder):
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_mtime_ns < cutoff:
+                os.unlink(entry.path)
 
 
 @contextlib.contextmanager

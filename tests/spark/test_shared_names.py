@@ -171,3 +171,23 @@ def test_a_directory_of_ones_own_in_the_shared_temporary_directory_is_used(reads
         assert shared_names.load(("some", "key")) == {"a": "one"}
     finally:
         shutil.rmtree(chosen, ignore_errors=True)
+
+
+def test_names_not_written_for_a_week_are_removed(reads):
+    shared_names.store(("old",), {"a": "one"})
+    old = shared_names._file(("old",))
+    week_ago = time.time_ns() - shared_names.KEPT_FOR_NS - 10**9
+    os.utime(old, ns=(week_ago, week_ago))
+    shared_names.store(("new",), {"b": "two"})
+    assert not old.exists() and shared_names.load(("new",)) == {"b": "two"}
+
+
+def test_a_capture_rewritten_in_place_with_its_size_and_times_is_read_again(reads, tmp_path):
+    capture = tmp_path / "c.pcap"
+    capture.write_bytes(TANSU_CONFLUENT.read_bytes())
+    assert _naming_read(capture).get("c") is None and len(reads) == 1
+    naming_pass.forget()
+    before = capture.stat()
+    capture.write_bytes(capture.read_bytes())  # as cp -p does: same size, times set back
+    os.utime(capture, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not _naming_read(capture).finished
