@@ -191,3 +191,25 @@ def test_a_capture_rewritten_in_place_with_its_size_and_times_is_read_again(read
     capture.write_bytes(capture.read_bytes())  # as cp -p does: same size, times set back
     os.utime(capture, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert not _naming_read(capture).finished
+
+
+def test_the_directory_is_made_for_this_user_alone(reads):
+    shared_names.store(("k",), {"a": "one"})
+    assert shared_names.directory().stat().st_mode & 0o077 == 0
+
+
+def test_names_another_version_of_the_package_left_are_not_taken(reads, monkeypatch):
+    shared_names.store(("k",), {"a": "one"})
+    monkeypatch.setattr(shared_names, "_VERSION", "another")
+    assert shared_names.load(("k",)) is None
+
+
+def test_a_worker_keeps_the_reads_of_four_captures(reads, tmp_path):
+    captures = [tmp_path / f"{n}.pcap" for n in range(5)]
+    kept = []
+    for n, capture in enumerate(captures):
+        capture.write_bytes(b"%d" % n)
+        kept.append(_naming_read(capture))
+    assert naming_pass.kept() == 4
+    assert all(_naming_read(captures[n]) is kept[n] for n in (1, 2, 3, 4))
+    assert _naming_read(captures[0]) is not kept[0]  # the oldest went
