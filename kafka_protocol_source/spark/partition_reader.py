@@ -179,7 +179,10 @@ class PartitionReader:
         if shared is not None:
             names = self._topic_names(partition, options, keeps, not own_only)
         elif naming is not None:  # a slice reads its own connections only: the names may be elsewhere
-            names = naming.names = self._topic_names(partition, options, self._teaches, partition.count <= 1)
+            teaches_key = ("teaches", o.mode == "PERMISSIVE")  # what _teaches keeps: every typed view alike
+            names = naming.names = self._topic_names(
+                partition, options, self._teaches, partition.count <= 1, teaches_key
+            )
         else:
             names = TopicNames()
         if derived:  # batch only (see source.streamReader): every exchange of the session is new
@@ -218,12 +221,15 @@ class PartitionReader:
                 f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: {partition.notice}"
             )
 
-    def _topic_names(self, partition: CapturePartition, options: CaptureOptions, keeps, complete: bool) -> TopicNames:
+    def _topic_names(
+        self, partition: CapturePartition, options: CaptureOptions, keeps, complete: bool, keeps_key=None
+    ) -> TopicNames:
         """Where the names of topic ids this read's connections do not give come from: a read of
         every connection of its capture, or for a stream (which cannot see past its packets) the
-        session's files before those it re-reads."""
+        session's files before those it re-reads (``keeps_key``: what ``keeps`` keeps, told apart
+        from other predicates; None: this view's, mode's and requested api's)."""
         o = self.options
-        key = (o.view, o.mode, o.api_key, o.api_version)
+        key = (o.view, o.mode, o.api_key, o.api_version) if keeps_key is None else keeps_key
         if partition.emit is None:
             return TopicNames(partial(naming_read, partition.paths, options, keeps, key), complete=complete)
         if partition.earlier:

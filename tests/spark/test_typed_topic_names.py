@@ -65,6 +65,19 @@ def test_a_split_read_names_them_as_one_partition_does(named_later):
     assert Counter(map(repr, split)) == Counter(map(repr, one))
 
 
+def test_typed_views_of_other_apis_or_versions_take_up_the_same_naming_read(named_later):
+    """What teaches a typed view a name is the read mode alone: a worker reads a capture for names
+    once, whichever typed views ask."""
+    naming_pass.forget()
+    count = slices_apart(named_later)
+    assert _typed(named_later, count)
+    [ahead] = naming_pass.reads()
+    read = ahead.read
+    rows = _typed(named_later, count, apiVersion="16")
+    assert rows and all(name for r in rows if r["topic_names"] for _, name in r["topic_names"])
+    assert naming_pass.reads() == [ahead] and ahead.read == read
+
+
 def test_ids_the_capture_never_names_have_no_name(never_named):
     rows = [r for r in _typed(never_named) if r["response"]]
     assert rows and all(r["topic_names"] and all(name is None for _, name in r["topic_names"]) for r in rows)
