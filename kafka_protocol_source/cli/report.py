@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..report.queries import APPLICATIONS_ONLY, NOT_FINE
+from ..report.queries import APPLICATIONS_ONLY, NOT_FINE, TOPIC_LABEL
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -34,7 +34,9 @@ REPORT_QUERIES = {
                round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms
         FROM exchanges WHERE api_name IS NOT NULL GROUP BY 1 ORDER BY requests DESC, client_id""",
     "Top topics by records": """
-        SELECT coalesce(topic, topic_id, '(unknown)') AS topic,
+        SELECT """
+    + TOPIC_LABEL
+    + """ AS topic,
                sum(CASE WHEN direction = 'produce' THEN 1 ELSE 0 END) AS produced,
                sum(CASE WHEN direction = 'produce' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
                    AS produced_bytes,

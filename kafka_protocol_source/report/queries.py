@@ -25,6 +25,9 @@ _END_TIME = "coalesce(response_time, request_time)"
 _PERCENTILES = "percentile_approx(latency_ms, array(0.5, 0.9, 0.99))"
 _LATENCY_COLUMNS = "p[0] AS p50_ms, p[1] AS p90_ms, p[2] AS p99_ms, max_ms"
 _RECORD_BYTES = "coalesce(octet_length(key), 0) + coalesce(octet_length(value), 0)"
+# A record's topic by name, else by the id the capture never names (a capture joined after its clients
+# learned their ids, with no metadata refresh in it), saying so.
+TOPIC_LABEL = "coalesce(topic, concat('topic id ', topic_id), '(unknown)')"
 HISTOGRAM_FLOOR_MS = 2.0**-6  # latencies below ~16 µs share the first bin
 
 # The columns of the two views that the queries read (a subset): callers may cache just these.
@@ -130,7 +133,7 @@ QUERIES: dict[str, str] = {
             FROM {{exchanges}} GROUP BY connection_id)
         ORDER BY exchanges DESC, connection_id LIMIT :top""",
     "topics": f"""
-        SELECT coalesce(topic, topic_id, '(unknown)') AS topic, count(DISTINCT partition) AS partitions,
+        SELECT {TOPIC_LABEL} AS topic, count(DISTINCT partition) AS partitions,
                count_if(direction = 'produce') AS produced_records,
                coalesce(sum(CASE WHEN direction = 'produce' THEN {_RECORD_BYTES} END), 0) AS produced_bytes,
                count_if(direction = 'fetch') AS fetched_records,

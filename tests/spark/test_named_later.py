@@ -181,3 +181,20 @@ def test_split_reads_of_ids_named_early_read_only_the_start_for_names(named_earl
     [ahead] = naming_pass.reads()
     assert not ahead.finished
     assert ahead.read < len(list(read_capture(named_early))) / 10
+
+
+def test_the_reports_show_a_topic_the_capture_never_names_by_its_id_saying_so(spark, never_named):
+    from kafka_protocol_source.cli.report import REPORT_QUERIES
+    from kafka_protocol_source.report.queries import run_query
+
+    records = spark.read.format("kafka-wire").option("view", "records").load(str(never_named))
+    exchanges = spark.read.format("kafka-wire").load(str(never_named))
+    [topic_id] = {r.topic_id for r in records.where("direction = 'fetch'").select("topic_id").collect()}
+    records.createOrReplaceTempView("records")
+    try:
+        [row] = spark.sql(REPORT_QUERIES["Top topics by records"].format(top=10)).collect()
+    finally:
+        spark.catalog.dropTempView("records")
+    assert row.topic == f"topic id {topic_id}" and row.fetched > 0
+    [html_row] = run_query(spark, "topics", exchanges, records, {"top": 10}).collect()
+    assert html_row.topic == f"topic id {topic_id}"
