@@ -151,31 +151,38 @@ class NamesAhead:
         return self._rest is None
 
     def get(self, topic_id: str) -> str | None:
-        by_id = self.by_id
-        name = by_id.get(topic_id)
-        while name is None and self._rest is not None:
-            try:
-                exchange = next(self._rest)
-            except StopIteration:
-                self._rest = None
-                break
-            except BaseException:
-                self._rest, self.broken = None, True
-                raise
-            self.read += 1
-            for named_id, named in _named(exchange):
-                by_id.setdefault(named_id, named)
-            name = by_id.get(topic_id)
+        name = self.by_id.get(topic_id)
+        while name is None and self._learn_next():
+            name = self.by_id.get(topic_id)
         return name
+
+    def all(self) -> dict[str, str]:
+        """Every first name the whole read gives."""
+        while self._learn_next():
+            pass
+        return self.by_id
+
+    def _learn_next(self) -> bool:
+        """Learn the names of the next exchange read; False: there is none."""
+        if self._rest is None:
+            return False
+        try:
+            exchange = next(self._rest)
+        except StopIteration:
+            self._rest = None
+            return False
+        except BaseException:
+            self._rest, self.broken = None, True
+            raise
+        self.read += 1
+        for topic_id, name in _named(exchange):
+            self.by_id.setdefault(topic_id, name)
+        return True
 
 
 def first_names(exchanges: Iterable) -> dict[str, str]:
     """The first name ``exchanges`` give each topic id."""
-    names: dict[str, str] = {}
-    for ex in exchanges:
-        for topic_id, name in _named(ex):
-            names.setdefault(topic_id, name)
-    return names
+    return NamesAhead(exchanges).all()
 
 
 class IdNaming:
