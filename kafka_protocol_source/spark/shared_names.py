@@ -48,6 +48,9 @@ def _version() -> str:
 _VERSION = _version()
 DIRECTORY_VARIABLE = "KAFKA_WIRE_NAMES_DIR"
 KEPT_FOR_NS = 7 * 24 * 3600 * 10**9  # a week
+# How long a worker waits for another's naming read before it reads alongside: about the time a
+# naming read of a few GB takes, so a read that is getting on is waited for to its end.
+WAIT_S = 600.0
 
 
 def directory() -> Path:
@@ -94,8 +97,9 @@ def _forget_old(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def reading(key: Hashable) -> Iterator[None]:
-    """Held while this process reads for the names of ``key``: another waits until it is done."""
+def reading(key: Hashable, wait_s: float | None = None) -> Iterator[None]:
+    """Held while this process reads for the names of ``key``: another waits until it is done, or
+    for ``wait_s`` (default ``WAIT_S``), then goes on without it."""
     try:
         _own_directory()
         lock = open(_file(key).with_suffix(".lock"), "a")  # held across the yield
@@ -106,8 +110,24 @@ def reading(key: Hashable) -> Iterator[None]:
         return
     with lock:
         with contextlib.suppress(OSError, AttributeError):  # a file system without locks: the workers read alongside
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            _lock(lock, WAIT_S if wait_s is None else wait_s)
         yield  # closing the file releases the lock
+
+
+def _lock(lock, wait_s: float) -> bool:
+    """Take ``lock``'s file lock, waiting at most ``wait_s``; whether it was taken."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.25)  # a quarter second late at most once the wait is long
 
 
 def _uid() -> int:

@@ -92,6 +92,34 @@ def test_a_worker_waits_for_another_reading_the_capture_then_takes_its_names(rea
     assert reads == []
 
 
+def test_a_worker_that_waited_long_enough_reads_alongside_one_that_holds_the_lock(reads, monkeypatch):
+    """A worker stopped or hung while it reads for names would hold the lock for ever: the others
+    wait ``WAIT_S`` for it, then read for themselves."""
+    key = naming_pass._key(
+        [str(TANSU_CONFLUENT)], naming_pass._naming_options(CaptureOptions()), ("records", "PERMISSIVE")
+    )
+    monkeypatch.setattr(shared_names, "WAIT_S", 0.2)
+    holding, done, released = threading.Event(), threading.Event(), []
+
+    def hung_worker():
+        with shared_names.reading(key):
+            holding.set()
+            done.wait(30)
+            released.append(True)
+
+    thread = threading.Thread(target=hung_worker)
+    thread.start()
+    holding.wait()
+    try:
+        assert _naming_read().get("b") == "two" and len(reads) == 1
+        assert released == []  # the lock was still held: this worker read without it
+    finally:
+        done.set()
+        thread.join()
+    with shared_names.reading(key, wait_s=0):  # released: taken at once
+        pass
+
+
 def test_a_file_that_is_not_names_is_as_if_there_were_none(reads):
     key = ("some", "key")
     shared_names.store(key, {"a": "one"})
