@@ -157,7 +157,7 @@ RECORDS_VIEW = StructType(
         StructField("topic_id", StringType()),
         StructField("capture_file", StringType()),
         StructField("connection_id", StringType()),
-        # produced records: whether ``offset`` is the log offset the broker assigned (else batch-relative:
+        # produced records: whether ``offset`` is the log offset the broker assigned (else it is null:
         # no response captured, acks=0, or refused); error_name: the partition's error in the response
         # (the broker refused a produced batch, or a fetch of the partition failed)
         StructField("offset_assigned", BooleanType()),

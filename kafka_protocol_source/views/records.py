@@ -110,7 +110,9 @@ def _topic(topic: dict, names: TopicNames, name_field: str):
 def _batches(exchange, direction, topic, topic_id, partition, batches, answer=None, aborted=None):
     """``answer``: (error code, assigned base offset) of the partition in the response, None if
     no response was captured. Produced records get the log offsets the broker assigned (its base
-    offset plus the record's delta) when it accepted them; records it refused name its error."""
+    offset plus the record's delta) when it accepted them, else none: the producer's own numbering
+    (0, 1, 2... in each batch) looks like log offsets and would join with the wrong fetched
+    records. Records it refused name its error."""
     error, log_base = answer if answer is not None else (None, None)
     error_name_ = reported_error(error)
     assigned = direction == "fetch" or (error == 0 and log_base is not None and log_base >= 0)
@@ -151,7 +153,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             row.update(
                 key=record["key"],
                 value=record["value"],
-                offset=None if offset is None else offset + shift,
+                offset=None if offset is None or not assigned else offset + shift,
                 timestamp=_ms(ts),
                 headers=record["headers"],
                 crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,

@@ -142,6 +142,33 @@ def test_timestamps_are_create_times_near_the_request(records):
     assert checked == 8 * 30 - 6 * 2  # two legacy captures of 24 records
 
 
+def test_a_produced_record_whose_offset_was_never_assigned_has_none():
+    """No Produce response captured (a capture of one side, acks=0) or a refused batch: the
+    producer's own numbering (0, 1, 2... per batch) is not a log offset, and joined with the
+    fetched records on (topic, partition, offset) it paired different records."""
+    from dataclasses import replace
+
+    from kafka_protocol_source.spec.api_keys import PRODUCE
+    from kafka_protocol_source.views.records import TopicNames, record_rows
+    from tests.samples.catalog import exchanges, sample_names
+
+    checked = 0
+    for name in sample_names():
+        names, rows = TopicNames(), []
+        for e in exchanges(name):
+            names.learn(e)
+            unanswered = replace(e, response=None) if e.api_key == PRODUCE else e
+            rows += list(record_rows(unanswered, names))
+        produced = [r for r in rows if r["direction"] == "produce"]
+        fetched = {(r["topic"], r["partition"], r["offset"]) for r in rows if r["direction"] == "fetch"}
+        assert all(r["offset"] is None and r["offset_assigned"] is False for r in produced), name
+        assert not {(r["topic"], r["partition"], r["offset"]) for r in produced} & fetched, name
+        refused = [r for e in exchanges(name) for r in record_rows(e, TopicNames()) if r["error_name"]]
+        assert all(r["offset"] is None for r in refused if r["direction"] == "produce"), name
+        checked += len(produced)
+    assert checked >= 8 * 24
+
+
 def test_produced_records_carry_the_log_offsets_the_broker_assigned_and_refusals_are_marked():
     from kafka_protocol_source.views.records import TopicNames, record_rows
     from tests.samples.catalog import exchanges, sample_names
