@@ -116,7 +116,8 @@ class LagBuilder:
             lag=hwm - fetch_offset
             if hwm is not None and fetch_offset is not None and hwm >= 0 and fetch_offset >= 0
             else None,
-            records=sum(len(b.get("records") or ()) for b in p.get("records") or ()),
+            # a batch cut short at the response's size limit is not returned: the consumer fetches it again
+            records=sum(len(b.get("records") or ()) for b in p.get("records") or () if not b.get("truncated")),
             error_code=code,
             error_name=reported_error(code),
         )

@@ -123,6 +123,11 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
         first = next((r["offset"] for b in batches or () for r in b["records"] if r["offset"] is not None), None)
         shift = log_base - first if first is not None else 0
     for n, batch in enumerate(batches or ()):
+        if batch["truncated"]:
+            # Cut short inside a whole frame: a Fetch response's last batch, which brokers cut at
+            # the size limit. Consumers read none of it (they fetch it again), nor does a broker
+            # append what a Produce request cut short; the body keeps it, marked truncated.
+            continue
         compression = batch["compression"]
         base = {
             "topic": topic,

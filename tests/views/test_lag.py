@@ -136,6 +136,17 @@ def fetch(
     return g.exchanges[-1]
 
 
+def test_records_counts_whole_batches_only_as_the_consumer_does():
+    """A broker cuts a Fetch response's last batch at the size limit; the consumer reads none of
+    it (it fetches it again), so its records are not counted as returned."""
+    g = GroupScript()
+    ex = fetch(g, {"t": {0: 10}}, {"t": {0: (40, 3)}})
+    batches = ex.response["responses"][0]["partitions"][0]["records"]
+    batches.append({"records": [{}] * 2, "truncated": True})
+    (row,) = lag_rows(g.exchanges)
+    assert row["records"] == 3
+
+
 def test_an_incremental_fetch_keeps_the_offsets_its_session_asked_for():
     g = GroupScript()
     fetch(g, {"t": {0: 0, 1: 0}}, {"t": {0: (10, 10), 1: (0, 0)}}, answer_session=77)
