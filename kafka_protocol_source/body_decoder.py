@@ -8,6 +8,7 @@ responses whose request is missing), not decoding itself.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Mapping
 
 from .codec.decoder import Decoder
@@ -15,6 +16,8 @@ from .codec.errors import DecodeError
 from .framing.decoding import UndecodableBody
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.api_keys import API_VERSIONS
+
+_KEY_VERSION = struct.Struct(">hh")
 
 
 class CodecBodies:
@@ -101,6 +104,20 @@ class CodecBodies:
             )
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
+
+    def request_reads(self, payload: bytes, exactly: bool = False) -> bool:
+        kafkas = self.bundled or self.decoder
+        if len(payload) < 4:
+            return False
+        api_key, api_version = _KEY_VERSION.unpack_from(payload)
+        message = kafkas.registry.request(api_key)
+        if message is None or api_version not in message.valid_versions:
+            return True
+        try:
+            decoded = kafkas.decode_request(payload, lenient=True, max_decompressed_bytes=self.max_decompressed_bytes)
+        except DecodeError:
+            return False
+        return not exactly or not (decoded.get("trailing_bytes") or decoded.get("deviations"))
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict:
         try:

@@ -12,6 +12,7 @@ backlog. Frames then go to ``pairing.Pairer``.
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
 from .model import TLS, Exchange
@@ -193,7 +194,11 @@ class Connection:
         request correlation ids the other side answers wins; then the side whose ids differ.
         """
         ctx = self.ctx
-        check = request_start_check(ctx.known, ctx.max_frame_size)
+        # which side is the client: only a request that reads exactly is evidence (a response's
+        # header and body can read as a request's, with bytes left over)
+        check = request_start_check(
+            ctx.known, ctx.max_frame_size, body_reads=partial(ctx.decoder.request_reads, exactly=True)
+        )
         starts = {}
         for direction, head in self.first_bytes.items():
             if self.initiator is not None and direction != self.initiator:
@@ -276,7 +281,7 @@ class Connection:
         )
         max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
-        requests = request_start_check(ctx.known, max_size, pairer.client_ids)
+        requests = request_start_check(ctx.known, max_size, pairer.client_ids, ctx.decoder.request_reads)
         self.framers[client] = DirectionFramer(requests, max_size, in_sync, request_cut_start(requests))
         self.framers[broker] = DirectionFramer(
             response_start_check(max_size, pairer.pending_ids),

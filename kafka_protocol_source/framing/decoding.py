@@ -28,6 +28,12 @@ class BodyDecoder(Protocol):
 
     def decode_request(self, payload: bytes) -> dict: ...
 
+    def request_reads(self, payload: bytes, exactly: bool = False) -> bool:
+        """Whether a request frame (header and body) reads by Kafka's own definitions, whatever
+        the user's are (a frame start must not depend on them), where they have its api and
+        version: one they lack cannot be told and reads. ``exactly``: by the spec, every byte
+        used (a request read leniently, as real peers' small deviations are, does not count)."""
+
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict: ...
 
     def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:

@@ -172,7 +172,9 @@ def read_dump(path: str, ctx) -> Iterator[Exchange]:
     pairer = Pairer(ctx, connection_id, client_addr, broker_addr)
     if client_file:
         framer = DirectionFramer(
-            request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids), ctx.max_frame_size, True
+            request_start_check(ctx.known, ctx.max_frame_size, pairer.client_ids, ctx.decoder.request_reads),
+            ctx.max_frame_size,
+            True,
         )
         yield from _feed(client_file, framer, pairer, True, ctx)
     if broker_file:

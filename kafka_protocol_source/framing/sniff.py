@@ -2,9 +2,11 @@
 
 These decide where frames start when a capture joins a connection mid-stream or after a gap,
 which side of a connection is the client, and whether traffic on an unconfigured port is Kafka
-at all. They read headers, never bodies, and know the protocol's api keys and versions from a
-table the caller hands in (the bundled one, so that a partial or forked definitions file
-changes how bodies decode, not which bytes are Kafka).
+at all. They read headers, and know the protocol's api keys and versions from a table the
+caller hands in (the bundled one, so that a partial or forked definitions file changes how
+bodies decode, not which bytes are Kafka). The one body they look at is that of a request start
+about to be confirmed, through a reader the caller may hand in: the last frame of a request can
+hold bytes that pass for a whole frame of their own.
 
 A start check answers, for a position in a buffer, one of:
 
@@ -138,7 +140,10 @@ def read_request_header(
 
 
 def request_start_check(
-    known: ApiVersionsTable, max_frame_size: int, client_ids: Collection[str | None] = ()
+    known: ApiVersionsTable,
+    max_frame_size: int,
+    client_ids: Collection[str | None] = (),
+    body_reads: Callable[[bytes], bool] | None = None,
 ) -> StartCheck:
     """A start check for client->broker bytes.
 
@@ -149,6 +154,11 @@ def request_start_check(
     a header (an ApiVersions answer is a table of small integers) chain to one by chance alone.
     Trailing bytes inside a frame do not matter. A client id of unusual length must be one the
     connection used before (``client_ids``, which the caller may keep growing).
+
+    ``body_reads(frame)``, if given, must also say that the candidate's own frame (header and body,
+    no size prefix) reads. A Produce request ends with its records: the field's size and a
+    batch's zero base offset read as a header (Produce v0, correlation id 0, an empty client id)
+    of a frame that ends where the request does, on a packet boundary; its body does not read.
     """
 
     def first(buf, pos: int):
@@ -168,7 +178,12 @@ def request_start_check(
         return read_request_header(buf, pos, known, strict=False, max_frame_size=max_frame_size)
 
     def check(buf, pos: int, final: bool, boundary: Callable[[int], bool]) -> int:
-        return _chain(buf, pos, final, boundary, first, following)
+        verdict = _chain(buf, pos, final, boundary, first, following)
+        if verdict == CONFIRMED and body_reads is not None:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if not body_reads(bytes(buf[pos + 4 : pos + 4 + size])):
+                return NO
+        return verdict
 
     return check
 

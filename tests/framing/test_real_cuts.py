@@ -281,3 +281,39 @@ def _exchange(e) -> tuple:
 
 def _topics(fetch_response: dict) -> set[str]:
     return {topic["topic"] for topic in fetch_response.get("responses") or () if topic.get("topic")}
+
+
+def test_a_start_inside_a_produce_request_is_not_taken_at_the_records_inside_it(tmp_path):
+    """Joined one byte into a Produce request (v3-v8) whose records end it: the records field's
+    size and the batch's zero base offset read as a frame header (Produce v0, correlation id 0),
+    and that frame ends where the request does, on a packet boundary. Its body does not read, so
+    no frame starts there: the bytes are one gap, and the Produce response is read without its
+    request (it was a malformed 'Produce v0' and the response was left unread)."""
+    s = next(s for s in samples() if s.name == "mock_kafka_python_all_codecs")
+    segments = segments_of(s.path)
+    path = mid_segment(segments, len(segments) // 10, 1).write(tmp_path / "mid.pcap")
+    rows = [e for e in read_capture(path, ports=[s.broker_port]) if e.status != "ok"]
+    assert [(e.status, e.api_name, e.correlation_id) for e in rows] == [
+        ("gap", None, None),
+        ("request_missing", "Produce", 4),
+    ]
+    assert "joined this connection mid-stream" in rows[0].error
+    assert check_accounting(path, ports=[s.broker_port]) == []
+
+
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_without_ports_a_late_start_never_takes_the_brokers_responses_for_requests(s, tmp_path):
+    """On an unconfigured port, a capture that starts after a client's last request holds only
+    its broker's answers: a response header reads as a request's (a correlation id of 13 is api
+    key 0, version 13), and its body can read as a request with bytes left over. Only a request
+    that reads exactly tells the client side, so no Produce that never happened comes out."""
+    segments = segments_of(s.path)
+    fake = []
+    for first in range(1, len(segments), 4):
+        path = late_start(segments, first).write(tmp_path / "late.pcap")
+        fake += [
+            (first, e.api_name, e.status)
+            for e in read_capture(path)
+            if e.client_address and e.client_address.endswith(f":{s.broker_port}")
+        ]
+    assert fake == []
