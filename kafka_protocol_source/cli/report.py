@@ -4,14 +4,15 @@ An exchange counts as not ok as in the HTML report (``report.queries.NOT_FINE``)
 problem (its ``status``) or a response carrying an error code (``error_response``); a Produce
 with acks=0 that has no answer (``no_response``) and SASL tokens went as the protocol says. Records are the
 applications' records: transaction markers (control records) and fetched records of aborted
-transactions are left out of the counts.
+transactions are left out of the counts, and produced records the broker refused are counted
+apart (``refused``), not as produced.
 """
 
 from __future__ import annotations
 
 import contextlib
 
-from ..report.queries import APPLICATIONS_ONLY, NOT_FINE, TOPIC_LABEL
+from ..report.queries import APPLICATIONS_ONLY, NOT_FINE, PRODUCED, REFUSED, TOPIC_LABEL
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -37,16 +38,23 @@ REPORT_QUERIES = {
         SELECT """
     + TOPIC_LABEL
     + """ AS topic,
-               sum(CASE WHEN direction = 'produce' THEN 1 ELSE 0 END) AS produced,
-               sum(CASE WHEN direction = 'produce' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
+               sum(CASE WHEN """
+    + PRODUCED
+    + """ THEN 1 ELSE 0 END) AS produced,
+               sum(CASE WHEN """
+    + PRODUCED
+    + """ THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
                    AS produced_bytes,
+               sum(CASE WHEN """
+    + REFUSED
+    + """ THEN 1 ELSE 0 END) AS refused,
                sum(CASE WHEN direction = 'fetch' THEN 1 ELSE 0 END) AS fetched,
                sum(CASE WHEN direction = 'fetch' THEN coalesce(length(key), 0) + coalesce(length(value), 0) END)
                    AS fetched_bytes
         FROM records WHERE """
     + APPLICATIONS_ONLY
     + """ GROUP BY 1
-        ORDER BY produced + fetched DESC, topic LIMIT {top}""",
+        ORDER BY produced + refused + fetched DESC, topic LIMIT {top}""",
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,
                first(coalesce(error, array_join(error_names, ', ')), true) AS example

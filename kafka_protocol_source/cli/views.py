@@ -39,13 +39,21 @@ class Summary:
     kafka: int  # rows that are Kafka (an api was identified)
     connections: int
     not_ok: int  # rows whose outcome is not fine (report.queries.NOT_FINE)
-    first: object  # first request time (UTC)
+    first: object  # first request time (UTC), or response time where the request was not captured
     last: object
     problem: str | None  # what a row that is not Kafka says, e.g. why the file did not read
+    error_responses: int = 0  # of the not ok: answered with an error code (the rest travelled badly)
 
     def describe(self) -> str:
         text = f"{self.exchanges} exchanges on {self.connections} connections, {self.first} .. {self.last} UTC"
-        return text + (f"; {self.not_ok} not ok" if self.not_ok else "")
+        if not self.not_ok:
+            return text
+        # A capture joined mid-session always has a few exchanges it cut: told apart from Kafka's errors.
+        travelled = self.not_ok - self.error_responses
+        return (
+            f"{text}; {self.not_ok} not ok: {self.error_responses} answered with an error code, "
+            f"{travelled} unanswered, cut by the capture or unreadable"
+        )
 
 
 def register_views(spark, paths: list[str], options: dict, bodies: bool = True) -> None:
@@ -79,8 +87,8 @@ def register_views(spark, paths: list[str], options: dict, bodies: bool = True) 
 def summarize(spark) -> Summary:
     row = spark.sql(f"""
         SELECT count(*) AS exchanges, count(api_key) AS kafka, count(DISTINCT connection_id) AS connections,
-               count_if({NOT_FINE}) AS not_ok,
-               min(request_time) AS first, max(coalesce(response_time, request_time)) AS last,
+               count_if({NOT_FINE}) AS not_ok, count_if(outcome = 'error_response') AS error_responses,
+               min(coalesce(request_time, response_time)) AS first, max(coalesce(response_time, request_time)) AS last,
                first(CASE WHEN api_key IS NULL THEN concat(status, ': ', coalesce(error, note, '')) END, true)
                    AS problem
         FROM {EXCHANGES}""").first()

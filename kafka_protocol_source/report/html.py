@@ -99,7 +99,8 @@ def render_html(data: ReportData, *, title: str = "kafka-wire report") -> str:
         "<h2>Per client id</h2>",
         _table("per_client", r["per_client"]),
         "<h2>Topics</h2>",
-        '<p class="note">Bytes are record keys plus values, as produced or fetched.</p>',
+        '<p class="note">Bytes are record keys plus values, as produced or fetched. Records the broker'
+        " refused (its error in the records view's error_name) are not produced: they are counted apart.</p>",
         _topic_chart(r["topics"]),
         _table("topics", r["topics"], empty="No records."),
         "<h2>Top connections</h2>",
@@ -125,6 +126,7 @@ def _summary_cards(s: dict) -> str:
         ("exchanges", "exchanges"),
         ("not_fine", "not ok"),
         ("produced_records", "records produced"),
+        ("refused_records", "records refused"),
         ("fetched_records", "records fetched"),
         ("produced_bytes", "bytes produced (key+value)"),
         ("fetched_bytes", "bytes fetched (key+value)"),

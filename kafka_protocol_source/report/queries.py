@@ -28,6 +28,10 @@ _RECORD_BYTES = "coalesce(octet_length(key), 0) + coalesce(octet_length(value), 
 # A record's topic by name, else by the id the capture never names (a capture joined after its clients
 # learned their ids, with no metadata refresh in it), saying so.
 TOPIC_LABEL = "coalesce(topic, concat('topic id ', topic_id), '(unknown)')"
+# Produced records the broker did not refuse (accepted, or no answer captured); refused ones
+# (UNKNOWN_PRODUCER_ID, say) were sent but never appended, and are counted apart.
+PRODUCED = "direction = 'produce' AND error_name IS NULL"
+REFUSED = "direction = 'produce' AND error_name IS NOT NULL"
 HISTOGRAM_FLOOR_MS = 2.0**-6  # latencies below ~16 µs share the first bin
 
 # The columns of the two views that the queries read (a subset): callers may cache just these.
@@ -57,6 +61,7 @@ QUERIED_RECORD_COLUMNS = (
     "direction",
     "key",
     "value",
+    "error_name",
     "request_time",
     "response_time",
 )
@@ -80,10 +85,10 @@ QUERIES: dict[str, str] = {
                unix_micros(min({_EVENT_TIME})) AS first_us, unix_micros(max({_END_TIME})) AS last_us,
                (unix_micros(max({_END_TIME})) - unix_micros(min({_EVENT_TIME}))) / 1e6 AS span_s,
                sum(request_size) AS request_bytes, sum(response_size) AS response_bytes,
-               (SELECT count_if(direction = 'produce') FROM {{records}}) AS produced_records,
+               (SELECT count_if({PRODUCED}) FROM {{records}}) AS produced_records,
+               (SELECT count_if({REFUSED}) FROM {{records}}) AS refused_records,
                (SELECT count_if(direction = 'fetch') FROM {{records}}) AS fetched_records,
-               (SELECT sum(CASE WHEN direction = 'produce' THEN {_RECORD_BYTES} END) FROM {{records}})
-                   AS produced_bytes,
+               (SELECT sum(CASE WHEN {PRODUCED} THEN {_RECORD_BYTES} END) FROM {{records}}) AS produced_bytes,
                (SELECT sum(CASE WHEN direction = 'fetch' THEN {_RECORD_BYTES} END) FROM {{records}}) AS fetched_bytes
         FROM {{exchanges}}""",
     "files": f"""
@@ -134,8 +139,9 @@ QUERIES: dict[str, str] = {
         ORDER BY exchanges DESC, connection_id LIMIT :top""",
     "topics": f"""
         SELECT {TOPIC_LABEL} AS topic, count(DISTINCT partition) AS partitions,
-               count_if(direction = 'produce') AS produced_records,
-               coalesce(sum(CASE WHEN direction = 'produce' THEN {_RECORD_BYTES} END), 0) AS produced_bytes,
+               count_if({PRODUCED}) AS produced_records,
+               coalesce(sum(CASE WHEN {PRODUCED} THEN {_RECORD_BYTES} END), 0) AS produced_bytes,
+               count_if({REFUSED}) AS refused_records,
                count_if(direction = 'fetch') AS fetched_records,
                coalesce(sum(CASE WHEN direction = 'fetch' THEN {_RECORD_BYTES} END), 0) AS fetched_bytes
         FROM {{records}} GROUP BY 1 ORDER BY produced_bytes + fetched_bytes DESC, topic LIMIT :top""",
@@ -162,7 +168,7 @@ QUERIES: dict[str, str] = {
                     WHERE {_EVENT_TIME} IS NOT NULL),
              buckets AS (SELECT explode(sequence(min(b), max(b))) AS b FROM ex),
              agg AS (SELECT unix_micros({_EVENT_TIME}) div :bucket_us AS b,
-                            count_if(direction = 'produce') AS produced, count_if(direction = 'fetch') AS fetched
+                            count_if({PRODUCED}) AS produced, count_if(direction = 'fetch') AS fetched
                      FROM {{records}} WHERE {_EVENT_TIME} IS NOT NULL GROUP BY 1)
         SELECT b * :bucket_us AS bucket_start_us,
                coalesce(produced, 0) AS produced, coalesce(produced, 0) / (:bucket_us / 1e6) AS produced_per_s,

@@ -139,7 +139,10 @@ def test_refused_and_malformed_exchanges_count_as_not_ok(expected):
     assert produce["not_fine"] == refused_requests
     assert expected.summary["not_fine"] == sum(n for o, n in outcomes.items() if o != "ok")
     assert expected.summary["files"] == len(CAPTURES)
-    assert expected.summary["produced_records"] == sum(len(records) for records in produced)
+    sent = [r for records in produced for r in records]
+    # records the broker refused were sent but never appended: counted apart, not as produced
+    assert expected.summary["produced_records"] == sum(not r.get("error") for r in sent)
+    assert expected.summary["refused_records"] == sum(bool(r.get("error")) for r in sent) == 24
 
 
 def test_an_empty_capture_renders_without_tables_or_plots():
@@ -158,6 +161,7 @@ def test_an_empty_capture_renders_without_tables_or_plots():
             "request_bytes": None,
             "response_bytes": None,
             "produced_records": 0,
+            "refused_records": 0,
             "fetched_records": 0,
             "produced_bytes": None,
             "fetched_bytes": None,

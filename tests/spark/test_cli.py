@@ -145,12 +145,18 @@ def test_report_counts_error_responses_as_not_ok(commands):
     ]
     assert len(refused) == 4 and len(asked_for_id) == 1
     out = commands["report"].stdout
+    assert "not ok: 5 answered with an error code," in out  # those 4 Produces and that JoinGroup
     per_api = out.split("== Requests per API ==")[1].split("==")[0]
     produce = next(line for line in per_api.splitlines() if line.startswith("Produce"))
     assert produce.split()[6] == "4" and "59 UNKNOWN_PRODUCER_ID" in produce  # not_ok, error codes
     not_ok = out.split("== Exchanges that are not ok ==")[1]
     assert re.search(r"^error_response\s+Produce\s+4\s+UNKNOWN_PRODUCER_ID$", not_ok, re.MULTILINE), not_ok
     assert re.search(r"^error_response\s+JoinGroup\s+1\s+MEMBER_ID_REQUIRED$", not_ok, re.MULTILINE), not_ok
+    # the 24 records of those Produce requests were sent and refused: not produced
+    topics = out.split("== Top topics by records ==")[1].split("==")[0]
+    header = topics.split()[: len(topics.strip().splitlines()[0].split())]
+    rejected = next(dict(zip(header, line.split(), strict=True)) for line in topics.splitlines() if "legacy1" in line)
+    assert (rejected["produced"], rejected["refused"]) == ("0", "24"), topics
 
 
 def test_sql_runs_several_queries_into_every_format(commands, out_dir, spark):

@@ -92,10 +92,34 @@ def test_the_terminal_report_counts_not_ok_as_the_html_report_does(spark, tmp_pa
     try:
         statuses = sorted(r.status for r in spark.table(EXCHANGES).collect())
         assert statuses == ["no_response", "ok", "unanswered"]
-        assert summarize(spark).not_ok == 1
+        summary = summarize(spark)
+        assert (summary.not_ok, summary.error_responses) == (1, 0)
+        assert summary.describe().endswith(
+            "; 1 not ok: 0 answered with an error code, 1 unanswered, cut by the capture or unreadable"
+        )
         listed = spark.sql(REPORT_QUERIES["Exchanges that are not ok"]).collect()
         assert [(r.outcome, r.api, r.exchanges) for r in listed] == [("unanswered", "Metadata", 1)]
         html = spark.sql(f"SELECT count_if({NOT_FINE}) AS n FROM {EXCHANGES}").first().n
         assert html == 1
+    finally:
+        _drop(spark)
+
+
+def test_the_report_starts_at_the_first_exchange_seen_also_a_response_without_its_request(spark, tmp_path):
+    """A capture joined mid-session opens with answers whose requests it missed: the report's
+    time range starts at them, not at the first request captured."""
+    c = Conversation()
+    c.response(metadata_v1_response(2))  # its request was sent before the capture began
+    c.request(metadata_v1_request(3))
+    c.response(metadata_v1_response(3))
+    path = tmp_path / "late.pcap"
+    path.write_bytes(c.pcap())
+    register_views(spark, [str(path)], {"ports": "9092"}, bodies=False)
+    try:
+        rows = sorted(spark.table(EXCHANGES).collect(), key=lambda r: r.correlation_id)
+        assert [(r.status, r.request_time is None) for r in rows] == [("request_missing", True), ("ok", False)]
+        summary = summarize(spark)
+        assert summary.first == rows[0].response_time < rows[1].request_time
+        assert summary.last == rows[1].response_time
     finally:
         _drop(spark)
