@@ -181,6 +181,10 @@ def parse_command(argv: list[str] | None) -> Command:
         progress=not args.no_progress and not args.verbose and sys.stderr.isatty(),
     )
     if args.command == "report":
+        if args.top < 1:
+            raise UsageError("--top must be 1 or more")
+        if args.html is not None:
+            _check_writable(args.html)
         return Command("report", args.paths, top=args.top, html=args.html, **common)
     if args.max_rows < 0:
         raise UsageError("--max-rows must be 0 (all) or more")
@@ -207,6 +211,17 @@ def parse_command(argv: list[str] | None) -> Command:
         max_rows=args.max_rows,
         **common,
     )
+
+
+def _check_writable(path: str) -> None:
+    """Said before Spark starts, not after the whole report was printed."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"--html {path}: is a directory; name the file to write")
+    if not os.path.isdir(folder):
+        raise UsageError(f"--html {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--html {path}: cannot write in {folder}")
 
 
 def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:

@@ -85,3 +85,20 @@ def test_version(capsys):
         parse_command(["--version"])
     assert info.value.code == 0
     assert capsys.readouterr().out.strip() == "kafka-wire 0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--top", "0"], "--top must be 1 or more"),
+        (["--top", "-1"], "--top must be 1 or more"),
+        (["--html", "{tmp}/nodir/r.html"], "no directory"),
+        (["--html", "{tmp}"], "is a directory"),
+    ],
+)
+def test_report_flags_are_checked_before_spark_starts(tmp_path, flags, message):
+    """Not after the whole report was printed (Spark's INVALID_LIMIT_LIKE_EXPRESSION, or the
+    HTML file failing to open at the very end)."""
+    with pytest.raises(UsageError, match=message):
+        parse_command(["report", "x.pcap", *(f.format(tmp=tmp_path) for f in flags)])
+    assert parse_command(["report", "x.pcap", "--top", "1", "--html", str(tmp_path / "r.html")]).top == 1
