@@ -20,7 +20,7 @@ from .progress import InputSize, NoProgress, ProgressPrinter, spark_stages
 from .report import print_report
 from .session import SessionError, start_session
 from .shell import run_shell
-from .views import no_kafka_message, register_views, summarize
+from .views import duplicates, no_kafka_message, register_views, summarize
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +72,10 @@ def _run(spark, command: Command, files: list[str], progress) -> int:
             return NO_KAFKA
         with progress.paused():
             sys.stderr.write(f"kafka-wire: warning: {message}\n")
+    doubled = duplicates(spark) if summary.kafka else None
+    if doubled is not None and doubled.exchanges:
+        with progress.paused():
+            sys.stderr.write(f"kafka-wire: warning: {doubled.warning()}\n")
     quiet = terminal_quiet(progress, sys.stdout)
     if command.name == "report":
         with progress.paused():

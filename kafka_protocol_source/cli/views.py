@@ -95,6 +95,41 @@ def summarize(spark) -> Summary:
     return Summary(**row.asDict())
 
 
+# Exchanges seen in two files within this many seconds of each other are one exchange twice.
+SAME_EXCHANGE_S = 10
+
+
+@dataclass(frozen=True)
+class Duplicates:
+    """Exchanges in more than one file: the same connection, api and correlation id, sent within
+    ``SAME_EXCHANGE_S`` (a request is in one file of a stitched session, so only files read as
+    captures of their own, overlapping in time, give such pairs: one per interface or per host)."""
+
+    exchanges: int
+    first_file: str | None
+    second_file: str | None
+
+    def warning(self) -> str:
+        return (
+            f"{self.exchanges} exchange{'' if self.exchanges == 1 else 's'} of {self.first_file} "
+            f"{'is' if self.exchanges == 1 else 'are'} in {self.second_file} too (the same connection, api and "
+            f"correlation id within {SAME_EXCHANGE_S} s): these files hold the same traffic, and every count "
+            "has it twice. Read one of them, or merge them into one capture (mergecap -w merged.pcap ...), "
+            "in which kafka-wire reads packets seen twice once"
+        )
+
+
+def duplicates(spark) -> Duplicates:
+    row = spark.sql(f"""
+        SELECT count(DISTINCT a.capture_file, a.connection_id, a.api_key, a.correlation_id) AS exchanges,
+               min(a.capture_file) AS first_file, min_by(b.capture_file, a.capture_file) AS second_file
+        FROM {EXCHANGES} a JOIN {EXCHANGES} b
+          ON a.connection_id = b.connection_id AND a.api_key = b.api_key AND a.correlation_id = b.correlation_id
+         AND a.capture_file < b.capture_file
+         AND abs(unix_micros(a.request_time) - unix_micros(b.request_time)) < {SAME_EXCHANGE_S * 10**6}""").first()
+    return Duplicates(**row.asDict())
+
+
 def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str]) -> str:
     where = ", ".join(paths)
     if summary.exchanges == 0 and without_tcp(files):

@@ -14,7 +14,15 @@ from kafka_protocol_source.cli import REPORT_QUERIES
 from kafka_protocol_source.cli.app import _run
 from kafka_protocol_source.cli.args import parse_command
 from kafka_protocol_source.cli.progress import NoProgress
-from kafka_protocol_source.cli.views import ALIASES, DERIVED, EXCHANGES, RECORDS, register_views, summarize
+from kafka_protocol_source.cli.views import (
+    ALIASES,
+    DERIVED,
+    EXCHANGES,
+    RECORDS,
+    duplicates,
+    register_views,
+    summarize,
+)
 from kafka_protocol_source.report.queries import NOT_FINE
 from kafka_protocol_source.views.exchanges import BODY_COLUMNS
 
@@ -121,5 +129,35 @@ def test_the_report_starts_at_the_first_exchange_seen_also_a_response_without_it
         summary = summarize(spark)
         assert summary.first == rows[0].response_time < rows[1].request_time
         assert summary.last == rows[1].response_time
+    finally:
+        _drop(spark)
+
+
+def test_two_files_of_the_same_traffic_are_said_to_count_it_twice(spark, tmp_path):
+    """One file per interface, or one per host: read as captures of their own, both count every
+    exchange. Pieces of one rotated capture are stitched into one read and say nothing."""
+    import shutil
+
+    from tests.cuts import pieces, segments_of
+
+    for name in ("eth0.pcap", "lo.pcap"):
+        shutil.copyfile(MOCK_AIOKAFKA, tmp_path / name)
+    register_views(spark, [str(tmp_path / "eth0.pcap"), str(tmp_path / "lo.pcap")], {}, bodies=False)
+    try:
+        found = duplicates(spark)
+        kafka = spark.table(EXCHANGES).where("api_key IS NOT NULL AND request_time IS NOT NULL").count()
+        assert found.exchanges == kafka // 2 > 50
+        assert (found.first_file, found.second_file) == (str(tmp_path / "eth0.pcap"), str(tmp_path / "lo.pcap"))
+        assert "same traffic, and every count has it twice" in found.warning()
+    finally:
+        _drop(spark)
+    rotated = tmp_path / "rotated"
+    rotated.mkdir()
+    for n, piece in enumerate(pieces(segments_of(MOCK_AIOKAFKA), 4)):
+        piece.write(rotated / f"part{n}.pcap")
+    register_views(spark, [str(rotated)], {}, bodies=False)
+    try:
+        assert spark.table(EXCHANGES).select("capture_file").distinct().count() == 4
+        assert duplicates(spark).exchanges == 0
     finally:
         _drop(spark)
