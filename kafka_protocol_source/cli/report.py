@@ -17,6 +17,11 @@ from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
 
+# every error name of a group's responses (null if none), so that one does not stand for several
+_ERROR_NAMES = (
+    "nullif(array_join(array_sort(array_distinct(flatten(collect_list(coalesce(error_names, array()))))), ', '), '')"
+)
+
 REPORT_QUERIES = {
     "Requests per API": """
         SELECT api_name AS api, count(*) AS requests,
@@ -32,7 +37,13 @@ REPORT_QUERIES = {
     "Requests per client id": """
         SELECT coalesce(client_id, '(none)') AS client_id, count(*) AS requests,
                count(DISTINCT api_name) AS apis, count(DISTINCT client_address) AS connections_from,
-               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
+               count_if("""
+    + NOT_FINE
+    + """) AS not_ok,
+               """
+    + _ERROR_NAMES
+    + """ AS error_names
         FROM exchanges WHERE api_name IS NOT NULL GROUP BY 1 ORDER BY requests DESC, client_id""",
     "Top topics by records": """
         SELECT """
@@ -57,7 +68,9 @@ REPORT_QUERIES = {
         ORDER BY produced + refused + fetched DESC, topic LIMIT {top}""",
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,
-               first(coalesce(error, array_join(error_names, ', ')), true) AS example
+               CASE WHEN outcome = 'error_response' THEN """
+    + _ERROR_NAMES
+    + """ ELSE first(coalesce(error, array_join(error_names, ', ')), true) END AS example
         FROM exchanges WHERE """
     + NOT_FINE
     + """ GROUP BY outcome, api_name ORDER BY exchanges DESC, outcome, api""",

@@ -152,6 +152,10 @@ def test_report_counts_error_responses_as_not_ok(commands):
     not_ok = out.split("== Exchanges that are not ok ==")[1]
     assert re.search(r"^error_response\s+Produce\s+4\s+UNKNOWN_PRODUCER_ID$", not_ok, re.MULTILINE), not_ok
     assert re.search(r"^error_response\s+JoinGroup\s+1\s+MEMBER_ID_REQUIRED$", not_ok, re.MULTILINE), not_ok
+    per_client = out.split("== Requests per client id ==")[1].split("==")[0].strip().splitlines()
+    assert per_client[0].split()[-2:] == ["not_ok", "error_names"]
+    refusing = [line.split() for line in per_client if line.split()[-1] == "UNKNOWN_PRODUCER_ID"]
+    assert sum(int(cells[-2]) for cells in refusing) == 4, per_client  # one refused Produce per producer
     # the 24 records of those Produce requests were sent and refused: not produced
     topics = out.split("== Top topics by records ==")[1].split("==")[0]
     header = topics.split()[: len(topics.strip().splitlines()[0].split())]

@@ -161,3 +161,21 @@ def test_two_files_of_the_same_traffic_are_said_to_count_it_twice(spark, tmp_pat
         assert duplicates(spark).exchanges == 0
     finally:
         _drop(spark)
+
+
+def test_the_not_ok_table_lists_every_error_name_of_a_group_not_one(spark):
+    """Six Produces refused UNSUPPORTED_VERSION and four UNKNOWN_PRODUCER_ID are one group: its
+    example named one of the two; other outcomes keep their error text."""
+    columns = "outcome string, api_name string, error string, error_names array<string>"
+    rows = [("error_response", "Produce", None, ["UNSUPPORTED_VERSION"])] * 6
+    rows += [("error_response", "Produce", None, ["UNKNOWN_PRODUCER_ID"])] * 4
+    rows += [("malformed", "Metadata", "1 bytes left after the response body", None)]
+    spark.createDataFrame(rows, columns).createOrReplaceTempView(EXCHANGES)
+    try:
+        listed = spark.sql(REPORT_QUERIES["Exchanges that are not ok"]).collect()
+        assert [(r.outcome, r.api, r.exchanges, r.example) for r in listed] == [
+            ("error_response", "Produce", 10, "UNKNOWN_PRODUCER_ID, UNSUPPORTED_VERSION"),
+            ("malformed", "Metadata", 1, "1 bytes left after the response body"),
+        ]
+    finally:
+        _drop(spark)
