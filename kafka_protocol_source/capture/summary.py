@@ -42,18 +42,24 @@ def summarize(path: str) -> CaptureSummary | None:
         with open_capture(path) as (read, fmt, head):
             frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
             linktypes, first, last, packets, complete = set(), None, None, 0, True
+            pending = None  # the newest packet's time, taken once it is known whole
             for frame in frames:
                 if isinstance(frame, CaptureIssue):
                     if frame.kind == "truncated_file":
                         complete = False
+                        if frame.packet_index < packets:  # what survived of the record it cut was handed over
+                            pending = None  # its time is not a whole packet's: not the file's end so far
                         packets = min(packets, frame.packet_index)  # the record it cut is not whole
                     continue
-                _, _, ts, linktype, _, _ = frame
+                if pending:
+                    first = pending if first is None else min(first, pending)
+                    last = pending if last is None else max(last, pending)
+                _, _, pending, linktype, _, _ = frame
                 linktypes.add(linktype)
-                if ts:
-                    first = ts if first is None else min(first, ts)
-                    last = ts if last is None else max(last, ts)
                 packets += 1
+            if pending:
+                first = pending if first is None else min(first, pending)
+                last = pending if last is None else max(last, pending)
             if read.failure is not None:  # ended by a bad or unreadable stream, maybe on a record boundary
                 complete = False
     except (CaptureError, OSError):

@@ -60,7 +60,8 @@ class EmitRule:
             # given up at the session's end before, as it stood then
             answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
             since = self.previous_end_ns
-            return LATE if answered_ns is not None and since is not None and answered_ns > since else SKIP
+            # (completed in new packets, so answered since: at the same microsecond as the last packet read, too)
+            return LATE if answered_ns is not None and since is not None and answered_ns >= since else SKIP
         if self.stale_to_ns is None:
             return SKIP
         first_ns = _ns(ex.request_time or ex.response_time)

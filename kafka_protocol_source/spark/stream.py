@@ -96,7 +96,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
         grown = self._admit(grown, limit)
-        files = {p: dict(v) for p, v in consumed.items() if p in available}
+        # A file read before and hidden now (younger than minFileAge again as it grows, past
+        # maxFileAge) keeps what was consumed of it, or it would be read again from its start;
+        # only a file that is gone (a ring buffer's) is forgotten.
+        files = {p: dict(v) for p, v in consumed.items() if p in available or os.path.exists(p)}
         for _, path, s, packets in grown:
             # last_ns: the capture time of the last packet consumed (its session's end so far); not
             # known where availableNow stops short of the file's end
@@ -220,7 +223,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for path, st in stats.items():
             if newest - st.st_mtime_ns > self.max_age_ns:
                 continue
+            if st.st_size == 0:
+                continue  # nothing yet: tcpdump's next file stays empty until its first write
             s = self._summary(path, st)
+            if s is None and now - st.st_mtime_ns < self.quiet_ns:
+                continue  # not a capture yet: maybe one whose header is half written
             if s is None:  # not a capture (a stream dump, or a broken file): read once, whole
                 s = CaptureSummary(path, OTHER, False, frozenset(), None, None, 1, st.st_size, True)
             if s.packets:

@@ -369,3 +369,67 @@ def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_p
     assert "JoinGroup" in {r.api_name for r in late}
     given_up = {(r.client_address, r.correlation_id) for r in rows if r.status == "unanswered"}
     assert {(r.client_address, r.correlation_id) for r in late} <= given_up
+
+
+def _drive(reader, options, offset, rows):
+    """Micro-batches until the offset stops moving; their rows are added to ``rows``."""
+    while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
+        rows += [ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)]
+        offset = end
+    return offset
+
+
+def _stream_reader(folder, name, **extra):
+    raw = {"path": str(folder), "ports": str(sample(name).broker_port), **extra}
+    options = ReadOptions.parse(raw)
+    return KafkaWireStreamReader(options, default_schema(options), raw), options
+
+
+def test_a_file_that_grows_again_after_it_was_read_is_read_on_not_again_with_min_file_age(tmp_path):
+    """With minFileAge, tcpdump's live file is too young again each time it grows: it used to
+    drop out of the offset then, and come back as a new file read from its first packet, so
+    everything already emitted from it came out twice."""
+    name = SAMPLES[0]
+    files, whole = _pieces(tmp_path, name, "packets", 2)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    live = folder / "live.pcap"
+    live.write_bytes(files[0].read_bytes())
+    os.utime(live, (time.time() - 10, time.time() - 10))
+    reader, options = _stream_reader(folder, name, minFileAge="5", quietTimeout="3600")
+    rows: list = []
+    offset = _drive(reader, options, reader.initialOffset(), rows)
+    first = len(rows)
+    with open(live, "ab") as f:
+        f.write(files[1].read_bytes()[24:])  # it grows: too young for minFileAge again
+    offset = _drive(reader, options, offset, rows)
+    assert len(rows) == first and str(live) in offset["files"]  # waits, and keeps what was read of it
+    os.utime(live, (time.time() - 10, time.time() - 10))
+    reader.quiet_ns = 0  # the end: what is still open is given up
+    _drive(reader, options, offset, rows)
+    assert Counter(_key(r) for r in rows if r.status != "unanswered") == whole
+
+
+def test_a_rotated_file_still_empty_or_half_a_header_is_waited_for_not_a_capture_error(tmp_path):
+    """tcpdump's next file stays empty until its first write, and may show part of its header:
+    not a capture yet, not a broken one (it was a capture_error row for good, and with FAILFAST
+    the query's end)."""
+    name = SAMPLES[1]
+    files, whole = _pieces(tmp_path, name, "packets", 2)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(files[0], folder / "k-00.pcap")
+    nxt = folder / "k-01.pcap"
+    nxt.write_bytes(b"")
+    reader, options = _stream_reader(folder, name, quietTimeout="3600", mode="FAILFAST")
+    rows: list = []
+    offset = _drive(reader, options, reader.initialOffset(), rows)
+    assert str(nxt) not in offset["files"]
+    nxt.write_bytes(files[1].read_bytes()[:10])  # half the pcap header
+    offset = _drive(reader, options, offset, rows)
+    assert str(nxt) not in offset["files"]
+    nxt.write_bytes(files[1].read_bytes())
+    reader.quiet_ns = 0
+    _drive(reader, options, offset, rows)
+    assert not [r for r in rows if r.status == "capture_error"]
+    assert Counter(_key(r) for r in rows if r.status != "unanswered") == whole
