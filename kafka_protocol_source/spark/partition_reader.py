@@ -33,7 +33,7 @@ from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
 from .options import ReadOptions
-from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis
+from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis, view_row_apis
 
 BATCH_ROWS = 2048
 HELD_PER_BYTE = 16  # about what a decoded exchange held for its topic names takes, per byte on the wire
@@ -173,15 +173,17 @@ class PartitionReader:
             record_runs=partition.runs,
         )
         keeps = self._mode_keeps if derived else self._keeps_exchange
+        rows_of = view_row_apis(o.view)
+        if rows_of is not None:  # the read mode is for the view's rows: the rest is read for names only
+            keeps = partial(_rows_or_names, rows_of, keeps)
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
         if shared is not None:
             names = self._topic_names(partition, options, keeps, not own_only)
         elif naming is not None:  # a slice reads its own connections only: the names may be elsewhere
-            teaches_key = ("teaches", o.mode == "PERMISSIVE")  # what _teaches keeps: every typed view alike
-            names = naming.names = self._topic_names(
-                partition, options, self._teaches, partition.count <= 1, teaches_key
+            names = naming.names = self._topic_names(  # (every typed view alike: one naming read)
+                partition, options, _teaches, partition.count <= 1, ("teaches",)
             )
         else:
             names = TopicNames()
@@ -198,8 +200,7 @@ class PartitionReader:
             awaiting = naming.awaiting()
             for ex in exchanges:
                 if ex.api_key in naming_only:
-                    if self._teaches(ex):
-                        names.learn(ex)
+                    names.learn(ex)
                 elif keeps(ex):
                     names.learn(ex)
                     if naming.waits(ex):
@@ -241,11 +242,6 @@ class PartitionReader:
         version, and kept by the read mode."""
         return _of_requested_version(ex, self.options) and self._mode_keeps(ex)
 
-    def _teaches(self, ex) -> bool:
-        """Whether an exchange read only for the topic names it gives (not a row of the view)
-        teaches them: as the read mode would keep it, but a malformed one never fails the read."""
-        return self.options.mode == "PERMISSIVE" or ex.status not in MALFORMED_STATUSES
-
     def _mode_keeps(self, ex) -> bool:
         """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""
         if ex.status in MALFORMED_STATUSES:
@@ -254,6 +250,21 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _teaches(ex) -> bool:
+    """An exchange read only for the topic names it gives (not a row of the view) teaches them
+    whatever the read mode: the mode drops or fails on the view's rows. A body read leniently (a
+    broker's trailing bytes, say) names its topics as well as any."""
+    return True
+
+
+def _rows_or_names(rows_of: frozenset[int], keeps, ex) -> bool:
+    """``keeps`` for the exchanges whose apis make rows of the view; the others are read for the
+    names they give (``_teaches``), which the read mode does not drop or fail on."""
+    if ex.api_key in TOPIC_NAMING_APIS and ex.api_key not in rows_of:
+        return _teaches(ex)
+    return keeps(ex)
 
 
 def _named_records(exchanges, names: TopicNames):

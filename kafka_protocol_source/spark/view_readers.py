@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..codec.decoder import decoder_for
+from ..spec.api_keys import PRODUCE
 from ..spec.registry import registry_for
 from ..views.connections import connection_rows
 from ..views.groups import GROUP_APIS, group_rows
@@ -32,6 +33,15 @@ def apis_needed(view: str, asked: frozenset[int] | None) -> frozenset[int] | Non
     if needed is None:
         return asked
     return needed if asked is None else needed & (asked | TOPIC_NAMING_APIS)
+
+
+def view_row_apis(view: str) -> frozenset[int] | None:
+    """The api keys whose exchanges make rows of ``view`` (those the read mode drops or fails on),
+    where it also reads others for topic names only; None: every exchange it reads is its own."""
+    return _ROW_APIS.get(view)
+
+
+_ROW_APIS = {"records": frozenset({PRODUCE, FETCH}), "lag": frozenset({FETCH}), "groups": GROUP_APIS}
 
 
 def shared_apis(view: str) -> frozenset[int] | None:
