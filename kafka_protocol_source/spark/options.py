@@ -128,6 +128,11 @@ class ReadOptions:
                 raise OptionError(f"{registry.api_name(api_key)} has no version {api_version} (versions {valid})")
         if api_key is not None and view != "exchanges":
             raise OptionError(f"api gives typed exchanges; it cannot be combined with view={view}")
+        if "columnnameofcorruptrecord" in opts and view != "exchanges":
+            raise OptionError(
+                f"columnNameOfCorruptRecord adds the raw bytes of bad frames to the exchanges view (and the "
+                f"typed views); view={view} has no such column"
+            )
         apis = None
         if "apis" in opts:
             apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())

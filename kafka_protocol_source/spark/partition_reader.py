@@ -172,10 +172,7 @@ class PartitionReader:
             max_decompressed_bytes=o.max_decompressed_bytes,
             record_runs=partition.runs,
         )
-        keeps = self._mode_keeps if derived else self._keeps_exchange
-        rows_of = view_row_apis(o.view)
-        if rows_of is not None:  # the read mode is for the view's rows: the rest is read for names only
-            keeps = partial(_rows_or_names, rows_of, keeps)
+        keeps = self._view_keeps(derived)
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
         scope = slice_scope(partition.index, partition.count, None if own_only else shared)
         exchanges = read_with(list(paths), options, scope)
@@ -237,6 +234,16 @@ class PartitionReader:
             return TopicNames(partial(earlier_names, partition.earlier, options, keeps, key), complete=False)
         return TopicNames()
 
+    def _view_keeps(self, derived: bool):
+        """Which exchanges the view reads on, as its read mode says: the mode is for the view's
+        rows; what it reads for names only is not dropped or failed on (``_rows_or_names``)."""
+        o = self.options
+        if o.view == "connections" and o.mode == "DROPMALFORMED":
+            return _every  # its rows are connections, each counting its bad exchanges: none is dropped
+        keeps = self._mode_keeps if derived else self._keeps_exchange
+        rows_of = view_row_apis(o.view)
+        return keeps if rows_of is None else partial(_rows_or_names, rows_of, keeps)
+
     def _keeps_exchange(self, ex) -> bool:
         """Whether the rows of this exchange (or of its records) are kept: of the requested
         version, and kept by the read mode."""
@@ -250,6 +257,10 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _every(_ex) -> bool:
+    return True
 
 
 def _teaches(ex) -> bool:

@@ -54,3 +54,11 @@ def _rows_typed(api: str, mode: str):
     reader = PartitionReader(options, schema, options.apis)
     batches = [b for p in plan_partitions([str(CAPTURE)], 1 << 40, index=True) for b in reader.read(p)]
     return [type("Row", (), row)() for b in batches for row in b.to_pylist()]
+
+
+def test_dropmalformed_changes_no_connection_fact():
+    """A connections row counts its connection's exchanges, bad ones too (``exchanges_not_ok``):
+    dropping the malformed ones first made Kafka connections 'not Kafka' and hid their errors."""
+    permissive = _rows(view="connections")
+    assert any(r["exchanges_not_ok"] for r in permissive)
+    assert _rows(view="connections", mode="DROPMALFORMED") == permissive

@@ -16,6 +16,7 @@ CASES = [
     ({"apiVersion": "3"}, r"apiVersion needs api"),
     ({"view": "packets"}, r"unknown view 'packets': use one of exchanges, records"),
     ({"view": "records", "api": "Produce"}, r"cannot be combined with view=records"),
+    ({"view": "lag", "columnNameOfCorruptRecord": "bad"}, r"columnNameOfCorruptRecord adds .* view=lag has no such"),
     ({"mode": "LENIENT"}, r"unknown mode 'LENIENT': use one of PERMISSIVE, DROPMALFORMED, FAILFAST"),
     ({"ports": "9092,kafka"}, r"ports must be comma-separated integers, not '9092,kafka'"),
     ({"splitSize": "0"}, r"splitSize must be at least 1"),
