@@ -66,6 +66,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             ) from e
         self._summaries: dict[tuple, CaptureSummary | None] = {}
         self._target: dict | None = None  # availableNow: nothing past what was there at the start
+        # When the folder last changed: a file came, went or grew as this reader saw it (its
+        # clock: a file copied in with an old modification time is new all the same), or was
+        # written (a file minFileAge still holds back, too). Quiet is that long ago.
+        self._listing: frozenset | None = None
+        self._changed_ns = time.time_ns()
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -106,7 +111,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             last_ns = (s.last_ns or 0) if packets == s.packets else None
             files[path] = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": last_ns}
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
-        if not grown and start["end_ns"] != QUIET and files and self._quiet(available):
+        if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
         return {"files": dict(sorted(files.items())), "end_ns": end_ns}
 
@@ -208,14 +213,19 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         except FileNotFoundError:
             return {}  # the directory may not exist yet
         now = time.time_ns()
-        stats = {}
+        every = {}
         for path in files:
             try:
-                st = os.stat(path)
+                every[path] = os.stat(path)
             except OSError:
                 continue
-            if now - st.st_mtime_ns >= self.min_age_ns:
-                stats[path] = st
+        listing = frozenset((path, st.st_size, st.st_mtime_ns) for path, st in every.items())
+        if listing != self._listing:
+            self._listing = listing
+            self._changed_ns = max(now, self._changed_ns)
+        written = max((st.st_mtime_ns for st in every.values()), default=0)
+        self._changed_ns = max(self._changed_ns, min(written, now))
+        stats = {path: st for path, st in every.items() if now - st.st_mtime_ns >= self.min_age_ns}
         if not stats:
             return {}
         newest = max(st.st_mtime_ns for st in stats.values())
@@ -234,9 +244,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 out[path] = s
         return out
 
-    def _quiet(self, available: dict) -> bool:
-        newest = max((os.stat(p).st_mtime_ns for p in available if os.path.exists(p)), default=None)
-        return newest is not None and time.time_ns() - newest >= self.quiet_ns
+    def _quiet(self) -> bool:
+        return time.time_ns() - self._changed_ns >= self.quiet_ns
 
     def _summary(self, path: str, st: os.stat_result | None = None) -> CaptureSummary | None:
         if st is None:

@@ -433,3 +433,25 @@ def test_a_rotated_file_still_empty_or_half_a_header_is_waited_for_not_a_capture
     _drive(reader, options, offset, rows)
     assert not [r for r in rows if r.status == "capture_error"]
     assert Counter(_key(r) for r in rows if r.status != "unanswered") == whole
+
+
+def test_files_copied_in_with_old_modification_times_do_not_make_the_folder_quiet(tmp_path):
+    """Quiet is no new packet for quietTimeout as the stream sees the folder. Files copied in with
+    ``cp -p`` or ``rsync -a`` carry old modification times: the folder counted as quiet at every
+    trigger with nothing new, so requests open across two files were given up as unanswered,
+    then came again answered late: twice each."""
+    name = SAMPLES[0]
+    files, whole = _pieces(tmp_path, name, "time", 5)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    reader, options = _stream_reader(folder, name, quietTimeout="30")
+    offset, rows = reader.initialOffset(), []
+    for f in files:
+        target = shutil.copy(f, folder / f.name)
+        os.utime(target, (time.time() - 3600, time.time() - 3600))
+        offset = _drive(reader, options, offset, rows)
+        offset = _drive(reader, options, offset, rows)  # a trigger with nothing new: not quiet yet
+    reader.quiet_ns = 0
+    _drive(reader, options, offset, rows)
+    assert not [r for r in rows if r.note and ANSWERED_LATE in r.note]
+    assert Counter(_key(r) for r in rows if r.status != "unanswered") == whole
