@@ -51,6 +51,12 @@ def registered(spark):
     _drop(spark)
 
 
+def _register_capture(spark, path, conversation: Conversation) -> None:
+    """The report's views of ``conversation``, written as a capture at ``path``."""
+    path.write_bytes(conversation.pcap())
+    register_views(spark, [str(path)], {"ports": "9092"}, bodies=False)
+
+
 def _drop(spark):
     for view in (EXCHANGES, RECORDS, *ALIASES, *DERIVED):
         spark.catalog.dropTempView(view)
@@ -94,9 +100,7 @@ def test_the_terminal_report_counts_not_ok_as_the_html_report_does(spark, tmp_pa
     c.request(metadata_v1_request(2))
     c.response(metadata_v1_response(2))
     c.request(metadata_v1_request(3))
-    path = tmp_path / "acks0.pcap"
-    path.write_bytes(c.pcap())
-    register_views(spark, [str(path)], {"ports": "9092"}, bodies=False)
+    _register_capture(spark, tmp_path / "acks0.pcap", c)
     try:
         statuses = sorted(r.status for r in spark.table(EXCHANGES).collect())
         assert statuses == ["no_response", "ok", "unanswered"]
@@ -120,9 +124,7 @@ def test_the_report_starts_at_the_first_exchange_seen_also_a_response_without_it
     c.response(metadata_v1_response(2))  # its request was sent before the capture began
     c.request(metadata_v1_request(3))
     c.response(metadata_v1_response(3))
-    path = tmp_path / "late.pcap"
-    path.write_bytes(c.pcap())
-    register_views(spark, [str(path)], {"ports": "9092"}, bodies=False)
+    _register_capture(spark, tmp_path / "late.pcap", c)
     try:
         rows = sorted(spark.table(EXCHANGES).collect(), key=lambda r: r.correlation_id)
         assert [(r.status, r.request_time is None) for r in rows] == [("request_missing", True), ("ok", False)]
