@@ -51,20 +51,23 @@ def summarize(path: str) -> CaptureSummary | None:
                             pending = None  # its time is not a whole packet's: not the file's end so far
                         packets = min(packets, frame.packet_index)  # the record it cut is not whole
                     continue
-                if pending:
-                    first = pending if first is None else min(first, pending)
-                    last = pending if last is None else max(last, pending)
+                first, last = _widened(first, last, pending)
                 _, _, pending, linktype, _, _ = frame
                 linktypes.add(linktype)
                 packets += 1
-            if pending:
-                first = pending if first is None else min(first, pending)
-                last = pending if last is None else max(last, pending)
+            first, last = _widened(first, last, pending)
             if read.failure is not None:  # ended by a bad or unreadable stream, maybe on a record boundary
                 complete = False
     except (CaptureError, OSError):
         return None
     return CaptureSummary(path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete)
+
+
+def _widened(first: int | None, last: int | None, ts: int | None) -> tuple[int | None, int | None]:
+    """The time span (first, last) taking in ``ts`` (None or 0: a packet without a time)."""
+    if not ts:
+        return first, last
+    return (ts if first is None else min(first, ts)), (ts if last is None else max(last, ts))
 
 
 def sessions(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[CaptureSummary]]:

@@ -180,7 +180,7 @@ class PartitionReader:
             names = self._topic_names(partition, options, keeps, not own_only)
         elif naming is not None:  # a slice reads its own connections only: the names may be elsewhere
             names = naming.names = self._topic_names(  # (every typed view alike: one naming read)
-                partition, options, _teaches, partition.count <= 1, ("teaches",)
+                partition, options, _every, partition.count <= 1, ("teaches",)
             )
         else:
             names = TopicNames()
@@ -260,22 +260,16 @@ class PartitionReader:
 
 
 def _every(_ex) -> bool:
-    return True
-
-
-def _teaches(ex) -> bool:
-    """An exchange read only for the topic names it gives (not a row of the view) teaches them
-    whatever the read mode: the mode drops or fails on the view's rows. A body read leniently (a
-    broker's trailing bytes, say) names its topics as well as any."""
+    """Keeps every exchange: what a view reads only for the topic names it gives teaches them
+    whatever the read mode (the mode drops or fails on the view's rows; a body read leniently, a
+    broker's trailing bytes say, names its topics as well as any)."""
     return True
 
 
 def _rows_or_names(rows_of: frozenset[int], keeps, ex) -> bool:
     """``keeps`` for the exchanges whose apis make rows of the view; the others are read for the
-    names they give (``_teaches``), which the read mode does not drop or fail on."""
-    if ex.api_key in TOPIC_NAMING_APIS and ex.api_key not in rows_of:
-        return _teaches(ex)
-    return keeps(ex)
+    names they give, which the read mode does not drop or fail on."""
+    return (ex.api_key in TOPIC_NAMING_APIS and ex.api_key not in rows_of) or keeps(ex)
 
 
 def _named_records(exchanges, names: TopicNames):

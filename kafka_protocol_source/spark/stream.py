@@ -221,8 +221,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue
         listing = frozenset((path, st.st_size, st.st_mtime_ns) for path, st in every.items())
         if listing != self._listing:
-            self._listing = listing
-            self._changed_ns = max(now, self._changed_ns)
+            self._listing, self._changed_ns = listing, now
         written = max((st.st_mtime_ns for st in every.values()), default=0)
         self._changed_ns = max(self._changed_ns, min(written, now))
         stats = {path: st for path, st in every.items() if now - st.st_mtime_ns >= self.min_age_ns}
