@@ -1,0 +1,138 @@
+"""The stream reader driven without Spark, micro-batch by micro-batch: its offsets, what each
+micro-batch reads and emits, and when the folder counts as quiet, as files land, grow, wait or
+are copied in the way rotating captures do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+
+from pyspark.sql.streaming.datasource import ReadMaxFiles
+
+from kafka_protocol_source import read_capture
+from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE
+from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.partition_reader import PartitionReader
+from kafka_protocol_source.spark.source import default_schema
+from kafka_protocol_source.spark.stream import KafkaWireStreamReader
+from tests.samples.catalog import sample
+
+from .rotated_pieces import SAMPLES, exchange_key, rotated_pieces
+
+
+def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_path):
+    """Files land one by one and the folder goes quiet after each (a capture rotated slower than
+    ``quietTimeout``): every request still open is given up as unanswered then. An answer in a
+    later file comes as the exchange again, saying so, as after an idle timeout; it used to be
+    dropped, so the JoinGroup that waited out a rebalance was never seen answered."""
+    name = SAMPLES[0]
+    files, _ = rotated_pieces(tmp_path, name, "time", 6)
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    raw = {"path": str(folder), "ports": str(sample(name).broker_port)}
+    options = ReadOptions.parse(raw)
+    reader = KafkaWireStreamReader(options, default_schema(options), raw)
+    reader.quiet_ns = 0  # quiet as soon as nothing new has landed
+    offset, rows = reader.initialOffset(), []
+    for f in files:
+        shutil.copy(f, folder / f.name)
+        while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
+            rows += [
+                ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)
+            ]
+            offset = end
+    answered = Counter((r.client_address, r.correlation_id) for r in rows if r.status == "ok")
+    whole = [e for e in read_capture(sample(name).path, ports=[sample(name).broker_port]) if e.status == "ok"]
+    assert answered == Counter((e.client_address, e.correlation_id) for e in whole)
+    late = [r for r in rows if r.note and ANSWERED_LATE in r.note]
+    assert "JoinGroup" in {r.api_name for r in late}
+    given_up = {(r.client_address, r.correlation_id) for r in rows if r.status == "unanswered"}
+    assert {(r.client_address, r.correlation_id) for r in late} <= given_up
+
+
+def _drive(reader, options, offset, rows):
+    """Micro-batches until the offset stops moving; their rows are added to ``rows``."""
+    while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
+        rows += [ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)]
+        offset = end
+    return offset
+
+
+def _stream_reader(folder, name, **extra):
+    raw = {"path": str(folder), "ports": str(sample(name).broker_port), **extra}
+    options = ReadOptions.parse(raw)
+    return KafkaWireStreamReader(options, default_schema(options), raw), options
+
+
+def test_a_file_that_grows_again_after_it_was_read_is_read_on_not_again_with_min_file_age(tmp_path):
+    """With minFileAge, tcpdump's live file is too young again each time it grows: it used to
+    drop out of the offset then, and come back as a new file read from its first packet, so
+    everything already emitted from it came out twice."""
+    name = SAMPLES[0]
+    files, whole = rotated_pieces(tmp_path, name, "packets", 2)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    live = folder / "live.pcap"
+    live.write_bytes(files[0].read_bytes())
+    os.utime(live, (time.time() - 10, time.time() - 10))
+    reader, options = _stream_reader(folder, name, minFileAge="5", quietTimeout="3600")
+    rows: list = []
+    offset = _drive(reader, options, reader.initialOffset(), rows)
+    first = len(rows)
+    with open(live, "ab") as f:
+        f.write(files[1].read_bytes()[24:])  # it grows: too young for minFileAge again
+    offset = _drive(reader, options, offset, rows)
+    assert len(rows) == first and str(live) in offset["files"]  # waits, and keeps what was read of it
+    os.utime(live, (time.time() - 10, time.time() - 10))
+    reader.quiet_ns = 0  # the end: what is still open is given up
+    _drive(reader, options, offset, rows)
+    assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
+
+
+def test_a_rotated_file_still_empty_or_half_a_header_is_waited_for_not_a_capture_error(tmp_path):
+    """tcpdump's next file stays empty until its first write, and may show part of its header:
+    not a capture yet, not a broken one (it was a capture_error row for good, and with FAILFAST
+    the query's end)."""
+    name = SAMPLES[1]
+    files, whole = rotated_pieces(tmp_path, name, "packets", 2)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(files[0], folder / "k-00.pcap")
+    nxt = folder / "k-01.pcap"
+    nxt.write_bytes(b"")
+    reader, options = _stream_reader(folder, name, quietTimeout="3600", mode="FAILFAST")
+    rows: list = []
+    offset = _drive(reader, options, reader.initialOffset(), rows)
+    assert str(nxt) not in offset["files"]
+    nxt.write_bytes(files[1].read_bytes()[:10])  # half the pcap header
+    offset = _drive(reader, options, offset, rows)
+    assert str(nxt) not in offset["files"]
+    nxt.write_bytes(files[1].read_bytes())
+    reader.quiet_ns = 0
+    _drive(reader, options, offset, rows)
+    assert not [r for r in rows if r.status == "capture_error"]
+    assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
+
+
+def test_files_copied_in_with_old_modification_times_do_not_make_the_folder_quiet(tmp_path):
+    """Quiet is no new packet for quietTimeout as the stream sees the folder. Files copied in with
+    ``cp -p`` or ``rsync -a`` carry old modification times: the folder counted as quiet at every
+    trigger with nothing new, so requests open across two files were given up as unanswered,
+    then came again answered late: twice each."""
+    name = SAMPLES[0]
+    files, whole = rotated_pieces(tmp_path, name, "time", 5)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    reader, options = _stream_reader(folder, name, quietTimeout="30")
+    offset, rows = reader.initialOffset(), []
+    for f in files:
+        target = shutil.copy(f, folder / f.name)
+        os.utime(target, (time.time() - 3600, time.time() - 3600))
+        offset = _drive(reader, options, offset, rows)
+        offset = _drive(reader, options, offset, rows)  # a trigger with nothing new: not quiet yet
+    reader.quiet_ns = 0
+    _drive(reader, options, offset, rows)
+    assert not [r for r in rows if r.note and ANSWERED_LATE in r.note]
+    assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
