@@ -22,6 +22,7 @@ from functools import lru_cache, partial
 
 from .body_decoder import CodecBodies
 from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
+from .capture.merge import in_time_order
 from .capture.runs import RecordRuns
 from .capture.source import detect_format
 from .codec.decoder import decoder_for
@@ -164,32 +165,35 @@ def _within(segments, scope: ConnectionScope) -> Iterator:
 def _session_packets(
     paths: list[str], contexts: dict, limits: Mapping[str, int], runs: Mapping[str, RecordRuns]
 ) -> Iterator:
-    """The segments and issues of every file in turn, with global packet indices (see ``locate``);
-    keeps each context's ``position`` at the packet being read."""
-    for number, path in enumerate(paths):
-        limit = limits.get(path)
-        shift = number << FILE_SHIFT
-        try:
-            for item in read_packets(path, runs=runs.get(path)):
-                index = item.packet_index
-                if limit is not None and index >= limit:
-                    break
-                if shift:
-                    index += shift
-                    if isinstance(item, TcpSegment):
-                        item = item._replace(packet_index=index)
-                    else:
-                        item = replace(item, packet_index=index)
-                for c in contexts.values():
-                    c.position = index
-                yield item
-        except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
-            if limit is None or limit > 0:
-                for c in contexts.values():
-                    c.position = shift
-                yield CaptureIssue(shift, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
+    """The segments and issues of every file, in capture-time order (``in_time_order``: files that
+    overlap in time are one capture), with global packet indices (see ``locate``); keeps each
+    context's ``position`` at the packet being read."""
+    files = [partial(_file_packets, n, path, limits.get(path), runs.get(path)) for n, path in enumerate(paths)]
+    for item in files[0]() if len(files) == 1 else in_time_order(files):
+        for c in contexts.values():
+            c.position = item.packet_index
+        yield item
     for c in contexts.values():
         c.position = None
+
+
+def _file_packets(number: int, path: str, limit: int | None, runs: RecordRuns | None) -> Iterator:
+    """The segments and issues of one file of a session, their packet indices made global."""
+    shift = number << FILE_SHIFT
+    try:
+        for item in read_packets(path, runs=runs):
+            if limit is not None and item.packet_index >= limit:
+                break
+            if shift:
+                index = item.packet_index + shift
+                if isinstance(item, TcpSegment):
+                    item = item._replace(packet_index=index)
+                else:
+                    item = replace(item, packet_index=index)
+            yield item
+    except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
+        if limit is None or limit > 0:
+            yield CaptureIssue(shift, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
 
 
 def _read_packets(

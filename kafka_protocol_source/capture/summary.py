@@ -1,8 +1,8 @@
 """What a capture file holds, from its record headers alone: link types, time span, packet count.
 
 Owns the facts that decide which files are pieces of one capture session (rotated by
-``tcpdump -G``/``-C`` or a ``dumpcap`` ring buffer) and how far a file still being written can
-be read: the packets that are complete so far. Does not look inside packets.
+``tcpdump -G``/``-C`` or a ``dumpcap`` ring buffer, or taken at once in several places) and how
+far a file still being written can be read: the packets that are complete so far. Does not look inside packets.
 """
 
 from __future__ import annotations
@@ -27,12 +27,6 @@ class CaptureSummary:
     packets: int  # whole packets: a record cut by the end of the file is not counted
     size: int  # file size when it was summarised
     complete: bool  # ends on a record boundary (nothing cut short)
-
-
-def _gap_ns(earlier: CaptureSummary, later: CaptureSummary) -> int:
-    """Capture time from the last packet of ``earlier`` to the first of ``later`` (both have times)."""
-    assert earlier.last_ns is not None and later.first_ns is not None, "only timed files are chained"
-    return later.first_ns - earlier.last_ns
 
 
 def summarize(path: str) -> CaptureSummary | None:
@@ -70,22 +64,48 @@ def _widened(first: int | None, last: int | None, ts: int | None) -> tuple[int |
     return (ts if first is None else min(first, ts)), (ts if last is None else max(last, ts))
 
 
-def sessions(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[CaptureSummary]]:
-    """Group files into capture sessions: chains in time order, each file starting where the one
-    before it ended (within ``tolerance_ns``, never before it), with the same link types.
+def sessions(
+    summaries: list[CaptureSummary], tolerance_ns: int, overlapping: bool = True
+) -> list[list[CaptureSummary]]:
+    """Group files into capture sessions, each in the order of its first packets: files that
+    overlap in time (one per interface, per host or per direction: whatever their link types,
+    read as one capture by ``merge.in_time_order``), and chains of files each starting where the
+    ones before it ended (within ``tolerance_ns``, never before), with link types one of them had.
+    ``overlapping=False``: chains only, a file that overlaps one stands alone.
 
     Files without packets or times stand alone. Order comes from the captures' own times, not
     from names or modification times.
     """
     timed = sorted((s for s in summaries if s.first_ns is not None), key=lambda s: (s.first_ns, s.last_ns, s.path))
-    chains: list[list[CaptureSummary]] = []
+    chains: list[_Chain] = []
     for summary in timed:
         for chain in chains:
-            tail = chain[-1]
-            if tail.linktypes == summary.linktypes and 0 <= _gap_ns(tail, summary) <= tolerance_ns:
-                chain.append(summary)
+            if chain.takes(summary, tolerance_ns, overlapping):
+                chain.add(summary)
                 break
         else:
-            chains.append([summary])
+            chains.append(_Chain(summary))
     untimed = [[s] for s in summaries if s.first_ns is None]
-    return chains + untimed
+    return [chain.files for chain in chains] + untimed
+
+
+class _Chain:
+    """A session being grouped: its files, the link types they have, and where it ends so far."""
+
+    def __init__(self, first: CaptureSummary) -> None:
+        self.files: list[CaptureSummary] = []
+        self.linktypes: set[frozenset[int]] = set()
+        self.last_ns = 0
+        self.add(first)
+
+    def add(self, summary: CaptureSummary) -> None:
+        self.files.append(summary)
+        self.linktypes.add(summary.linktypes)
+        self.last_ns = max(self.last_ns, summary.last_ns or 0)
+
+    def takes(self, summary: CaptureSummary, tolerance_ns: int, overlapping: bool) -> bool:
+        assert summary.first_ns is not None, "only timed files are grouped"
+        gap = summary.first_ns - self.last_ns
+        if gap < 0:
+            return overlapping
+        return gap <= tolerance_ns and summary.linktypes in self.linktypes

@@ -102,8 +102,9 @@ SAME_EXCHANGE_S = 10
 @dataclass(frozen=True)
 class Duplicates:
     """Exchanges in more than one file: the same connection, api and correlation id, sent within
-    ``SAME_EXCHANGE_S`` (a request is in one file of a stitched session, so only files read as
-    captures of their own, overlapping in time, give such pairs: one per interface or per host)."""
+    ``SAME_EXCHANGE_S``. Files of one session are read as one capture (a request is in one of
+    them, and packets seen twice are read once), so only files read as captures of their own
+    (``stitch=false``) give such pairs."""
 
     exchanges: int
     first_file: str | None
@@ -113,8 +114,9 @@ class Duplicates:
         return (
             f"{self.exchanges} exchange{'' if self.exchanges == 1 else 's'} of {self.first_file} "
             f"{'is' if self.exchanges == 1 else 'are'} in {self.second_file} too (the same connection, api and "
-            f"correlation id within {SAME_EXCHANGE_S} s): these files hold the same traffic, and every count "
-            "has it twice. Read one of them, or merge them into one capture (mergecap -w merged.pcap ...), "
+            f"correlation id within {SAME_EXCHANGE_S} s), and these files were read as captures of their own: "
+            "they hold the same traffic, and every count has it twice. Read one of them, or read them as one "
+            "capture (stitch=true, the default, for files that overlap in time; or mergecap -w merged.pcap ...), "
             "in which kafka-wire reads packets seen twice once"
         )
 

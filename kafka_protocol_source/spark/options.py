@@ -42,7 +42,8 @@ OPTION_DOC = {
     "recursiveFileLookup": "true: descend into subdirectories",
     "pathGlobFilter": "only file names matching this glob, e.g. *.pcap",
     "splitSize": "captures larger than this many bytes are read by several tasks, split by TCP connection",
-    "stitch": "true (default): files of one rotated capture session are read as one capture",
+    "stitch": "true (default): files of one capture session (rotated pieces, and files that overlap in time: "
+    "one per interface, host or direction) are read as one capture",
     "stitchTolerance": "seconds between one file's last packet and the next one's first for them to "
     "be one session (default 60)",
     "maxFilesPerTrigger": "streaming: at most this many files with new packets per micro-batch",

@@ -152,7 +152,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                         "(truncated or overwritten in place); not read again",
                     )
                 )
-        for chain in sessions(summaries, self.options.stitch_tolerance_ns if self.options.stitch else -1):
+        tolerance = self.options.stitch_tolerance_ns if self.options.stitch else -1
+        for chain in sessions(summaries, tolerance, overlapping=False):  # (EmitRule counts each file's packets on)
             new = [s for s in chain if _packets(after, s) > _packets(before, s)]
             flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER
             if not new and not flush:

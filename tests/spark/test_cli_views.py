@@ -135,21 +135,34 @@ def test_the_report_starts_at_the_first_exchange_seen_also_a_response_without_it
         _drop(spark)
 
 
-def test_two_files_of_the_same_traffic_are_said_to_count_it_twice(spark, tmp_path):
-    """One file per interface, or one per host: read as captures of their own, both count every
-    exchange. Pieces of one rotated capture are stitched into one read and say nothing."""
+def test_two_files_of_the_same_traffic_are_read_once_and_said_to_count_it_twice_when_read_apart(spark, tmp_path):
+    """One file per interface, or one per host, overlapping in time: one capture, read as their
+    merge, each exchange once. Read as captures of their own (``stitch=false``), both count every
+    exchange, and the commands say so. Pieces of one rotated capture say nothing."""
     import shutil
 
     from tests.cuts import pieces, segments_of
 
     for name in ("eth0.pcap", "lo.pcap"):
         shutil.copyfile(MOCK_AIOKAFKA, tmp_path / name)
-    register_views(spark, [str(tmp_path / "eth0.pcap"), str(tmp_path / "lo.pcap")], {}, bodies=False)
+    files = [str(tmp_path / "eth0.pcap"), str(tmp_path / "lo.pcap")]
+    kafka = "api_key IS NOT NULL AND request_time IS NOT NULL"
+    register_views(spark, [str(MOCK_AIOKAFKA)], {}, bodies=False)
+    try:
+        once = spark.table(EXCHANGES).where(kafka).count()
+    finally:
+        _drop(spark)
+    register_views(spark, files, {}, bodies=False)
+    try:
+        assert spark.table(EXCHANGES).where(kafka).count() == once > 50
+        assert duplicates(spark).exchanges == 0
+    finally:
+        _drop(spark)
+    register_views(spark, files, {"stitch": "false"}, bodies=False)
     try:
         found = duplicates(spark)
-        kafka = spark.table(EXCHANGES).where("api_key IS NOT NULL AND request_time IS NOT NULL").count()
-        assert found.exchanges == kafka // 2 > 50
-        assert (found.first_file, found.second_file) == (str(tmp_path / "eth0.pcap"), str(tmp_path / "lo.pcap"))
+        assert found.exchanges == once == spark.table(EXCHANGES).where(kafka).count() // 2
+        assert (found.first_file, found.second_file) == tuple(files)
         assert "same traffic, and every count has it twice" in found.warning()
     finally:
         _drop(spark)

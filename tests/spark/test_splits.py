@@ -8,6 +8,7 @@ pcapng and a rotated session; the Spark ones that the split DataFrame equals one
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from collections import Counter
 from pathlib import Path
@@ -153,6 +154,26 @@ def test_index_split_reads_of_a_rotated_session(tmp_path):
     parts = plan_partitions([str(f) for f in files], sum(f.stat().st_size for f in files) // 5, stitch=True, index=True)
     assert len(parts) >= 5 and all(len(p.paths) == 3 and len(p.runs) == 3 for p in parts)
     _same_rows(_read_split(parts), list(read_capture([str(f) for f in files])))
+
+
+def test_index_split_reads_of_files_taken_on_two_interfaces(tmp_path):
+    """Files that overlap in time are one session, split by connection like any other: each task
+    reads its connections' records of both files, merged by time, and the rows are one read's of
+    the traffic (every exchange once, not once per file)."""
+    from tests.framing.test_overlapping_files import _per_interface_rotated
+
+    whole = _interleaved_copies(TANSU_CONFLUENT, tmp_path / "whole.pcap", copies=6)
+    files = [str(f) for f in _per_interface_rotated(segments_of(whole), tmp_path)]
+    parts = plan_partitions(files, sum(map(os.path.getsize, files)) // 5, stitch=True, index=True)
+    assert len(parts) >= 5 and all(len(p.paths) == 6 for p in parts)
+    once = list(read_capture(Cut(segments_of(whole)).write(tmp_path / "once.pcap")))
+    got = _read_split(parts)
+    assert len(once) > 100 and Counter(map(_placed, got)) == Counter(map(_placed, once))
+
+
+def _placed(e) -> tuple:
+    """An exchange by where its bytes are in its connection, whichever file they came from."""
+    return e.connection_id, e.correlation_id, e.status, e.request_span, e.response_span
 
 
 def _fetching_connection_cut_in_two(tmp_path: Path) -> Path:

@@ -1,0 +1,103 @@
+"""Files that overlap in time, read as one capture: one per interface, per direction, per host.
+
+Each sample's traffic is split into files the way captures taken in several places at once split
+it, and the files are read together (``read_capture`` of the list, as a Spark read of their
+folder plans them). The rows must be those of Wireshark's ``mergecap`` merge of the same files
+read as one file, and those of the whole traffic in one file: nothing counted twice, no side
+lost, every payload byte accounted for.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from tests.accounting import check_accounting
+from tests.capture import pcapbuild as pb
+from tests.cuts import Cut, pieces, segments_of
+from tests.samples.catalog import samples
+
+CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]
+LAG_NS = 3_000  # the second interface sees each packet 3 us later
+
+
+def _rows(paths, options) -> Counter:
+    return Counter(
+        (e.connection_id, e.api_key, e.api_version, e.correlation_id, e.status, e.request_span, e.response_span)
+        for e in read_capture(paths, **options)
+    )
+
+
+def _cooked(segments, path, lag_ns: int = LAG_NS):
+    """The segments as a Linux cooked (SLL2) interface sees them, ``lag_ns`` later."""
+    packets = []
+    for s in segments:
+        ip = pb.ipv4(s.src_ip, s.dst_ip, pb.tcp(s.src_port, s.dst_port, s.seq, s.ack, s.flags, s.payload))
+        packets.append((s.timestamp_ns + lag_ns, pb.sll2(ip)))
+    path.write_bytes(pb.pcap(packets, linktype=276, nanos=True))
+    return path
+
+
+def _per_interface(segments, tmp_path):
+    return [Cut(segments).write(tmp_path / "eth0.pcap"), _cooked(segments, tmp_path / "any.pcap")]
+
+
+def _per_direction(segments, tmp_path, broker_port):
+    to_broker = tuple(s for s in segments if s.dst_port == broker_port)
+    from_broker = tuple(s for s in segments if s.dst_port != broker_port)
+    return [Cut(to_broker).write(tmp_path / "in.pcap"), Cut(from_broker).write(tmp_path / "out.pcap")]
+
+
+def _per_host(segments, tmp_path, broker_port):
+    """Connections split between two files by their client port, as two client hosts capture them."""
+    client = [s.src_port if s.dst_port == broker_port else s.dst_port for s in segments]
+    odd = tuple(s for s, port in zip(segments, client, strict=True) if port % 2)
+    even = tuple(s for s, port in zip(segments, client, strict=True) if not port % 2)
+    return [Cut(odd).write(tmp_path / "host1.pcap"), Cut(even).write(tmp_path / "host2.pcap")]
+
+
+def _per_interface_rotated(segments, tmp_path):
+    """Each interface's capture rotated into three pieces: six files, two at a time overlapping."""
+    files = [p.write(tmp_path / f"eth0-{n}.pcap") for n, p in enumerate(pieces(segments, 3))]
+    files += [_cooked(p.segments, tmp_path / f"any-{n}.pcap") for n, p in enumerate(pieces(segments, 3))]
+    return sorted(files, key=lambda f: int(f.stem.rsplit("-", 1)[1]))  # in the order of their first packets
+
+
+SPLITS = {
+    "per_interface": lambda segments, tmp_path, port: _per_interface(segments, tmp_path),
+    "per_direction": _per_direction,
+    "per_host": _per_host,
+    "per_interface_rotated": lambda segments, tmp_path, port: _per_interface_rotated(segments, tmp_path),
+}
+
+
+@pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap (wireshark tools) not installed")
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_files_taken_at_once_in_several_places_read_as_their_merge_and_as_the_whole(s, split, tmp_path):
+    segments = segments_of(s.path)
+    options = {"ports": [s.broker_port]}
+    whole = Cut(segments).write(tmp_path / "whole.pcap")
+    files = SPLITS[split](segments, tmp_path, s.broker_port)
+    merged = tmp_path / "merged.pcapng"
+    subprocess.run(["mergecap", "-w", str(merged), *map(str, files)], check=True)
+    together = _rows([str(f) for f in files], options)
+    assert together == _rows(str(merged), options)
+    assert together == _rows(str(whole), options)
+    assert sum(n for key, n in together.items() if key[4] == "ok") > 10
+    assert check_accounting(merged, **options) == []
+
+
+def test_without_merging_each_file_of_one_direction_loses_the_other_side(tmp_path):
+    """What the merge is for: read one after the other, the requests of one file never meet
+    their responses in the other."""
+    s = CAPTURES[0]
+    files = _per_direction(segments_of(s.path), tmp_path, s.broker_port)
+    options = {"ports": [s.broker_port]}
+    apart = _rows(str(files[0]), options) + _rows(str(files[1]), options)
+    assert not any(key[4] == "ok" for key in apart)
+    assert any(key[4] == "ok" for key in _rows([str(f) for f in files], options))
