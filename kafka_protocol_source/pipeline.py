@@ -71,6 +71,7 @@ class CaptureOptions:
     issues_here: bool = True
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     record_runs: Mapping[str, RecordRuns] = field(default_factory=dict)
+    unknown_api_kept: frozenset[str] = frozenset()  # see CaptureContext
 
 
 def read_capture(
@@ -123,6 +124,7 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
         options.window_ns,
         bundled_names=names,
         files=tuple(paths),
+        unknown_api_kept=options.unknown_api_kept,
     )
     try:
         detect_format(paths[0])

@@ -36,6 +36,9 @@ class CaptureContext:
     # ``FILE_SHIFT`` bits per file, and ``files`` names them in order.
     files: tuple[str, ...] = ()
     position: int | None = None  # global index of the packet being read (None: past the end)
+    # Rows of these statuses whose api is unknown (a gap, a frame without a readable header)
+    # pass the api filter: any of them may be of an api it asks for (a FAILFAST read fails on them).
+    unknown_api_kept: frozenset[str] = frozenset()
 
     def locate(self, packet: int | None) -> tuple[str, int | None]:
         """The file and in-file index of a global packet index (the first file when unknown)."""
@@ -43,10 +46,12 @@ class CaptureContext:
             return self.capture_file, packet
         return self.files[packet >> FILE_SHIFT], packet & FILE_MASK
 
-    def wanted(self, api_key: int | None, request_ns: int | None) -> bool:
-        """Whether an exchange passes the api and time filters (unknown values do not)."""
+    def wanted(self, api_key: int | None, request_ns: int | None, status: str | None = None) -> bool:
+        """Whether an exchange passes the api and time filters (unknown values do not, but for an
+        unknown api and a status in ``unknown_api_kept``)."""
         if self.apis is not None and api_key not in self.apis:
-            return False
+            if api_key is not None or status not in self.unknown_api_kept:
+                return False
         if self.window_ns is not None:
             low, high = self.window_ns
             if request_ns is None or (low is not None and request_ns < low) or (high is not None and request_ns > high):

@@ -60,7 +60,7 @@ def build_exchange(
         api_key = api_version = client_id = None
         corr = correlation_id
     start_ns = getattr(frame, "first_ns", None)
-    if filtering and not ctx.wanted(api_key, start_ns):
+    if filtering and not ctx.wanted(api_key, start_ns, status):
         return None
     end_ns = (
         getattr(response_frame, "last_ns", None)

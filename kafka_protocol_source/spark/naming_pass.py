@@ -139,7 +139,9 @@ def earlier_names(
 
 def _naming_options(options: CaptureOptions) -> CaptureOptions | None:
     apis = TOPIC_NAMING_APIS if options.apis is None else options.apis & TOPIC_NAMING_APIS
-    return replace(options, apis=apis, record_runs={}, issues_here=False) if apis else None
+    if not apis:
+        return None
+    return replace(options, apis=apis, record_runs={}, issues_here=False, unknown_api_kept=frozenset())
 
 
 def _file_first_names(

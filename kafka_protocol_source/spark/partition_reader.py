@@ -171,6 +171,8 @@ class PartitionReader:
             issues_here=partition.index == 0,
             max_decompressed_bytes=o.max_decompressed_bytes,
             record_runs=partition.runs,
+            # FAILFAST fails on a gap the api filter would drop: it may have held the view's rows
+            unknown_api_kept=MALFORMED_STATUSES if o.mode == "FAILFAST" else frozenset(),
         )
         keeps = self._view_keeps(derived)
         own_only = shared is not None and partition.count > 1 and all(p in partition.runs for p in paths)
