@@ -62,14 +62,12 @@ def build_exchange(
     start_ns = getattr(frame, "first_ns", None)
     if filtering and not ctx.wanted(api_key, start_ns, status):
         return None
-    end_ns = (
-        getattr(response_frame, "last_ns", None)
-        if isinstance(response_frame, Frame)
-        else getattr(response_frame, "first_ns", None)
-    )
-    complete = isinstance(response_frame, Frame) and isinstance(frame, Frame)
+    # The response's end: a whole frame's last packet, or that of one the capture cut where the
+    # packet that carried its last byte is there (a snaplen cut); else, for response_time, its start.
+    ended_ns = getattr(response_frame, "last_ns", None)
+    end_ns = ended_ns or getattr(response_frame, "first_ns", None)
     # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
-    latency = (end_ns - start_ns) / 1e6 if complete and start_ns and end_ns else None
+    latency = (ended_ns - start_ns) / 1e6 if start_ns and ended_ns else None
     if (
         _remarkable(decoded)
         or _remarkable(response)

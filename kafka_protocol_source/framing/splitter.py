@@ -61,6 +61,9 @@ class Partial:
     reason: str
     span: int | None = None  # stream bytes it covers, gaps included, where more than the part present
     last_packet: int | None = None  # see ``Skipped``
+    # The time of the packet that carried its last byte, where that packet was captured (with
+    # the byte, or with its payload cut by the snaplen): the frame's end is then known.
+    last_ns: int | None = None
 
 
 class DirectionFramer:
@@ -137,9 +140,10 @@ class DirectionFramer:
             self._cut_from_candidate(offset + length, out)
         out += self._drain(final=True)
         missing = f"{length} bytes {_LOST.get(reason) or f'missing from the capture ({reason})'}"
-        if self._cut_through_gap(offset + length, missing, out):
+        seen_ns = ns if reason == "snaplen_cut" else None  # the packet was captured, its payload cut
+        if self._cut_through_gap(offset + length, missing, out, seen_ns):
             return out
-        cut = self._cut_pending(missing)
+        cut = [_ending_in(item, offset + length, seen_ns) for item in self._cut_pending(missing)]
         out += cut
         if not any(isinstance(item, Partial) for item in cut):
             out.append(Skipped(offset, length, ns, None, missing, captured=False))
@@ -172,12 +176,15 @@ class DirectionFramer:
         first_ns, first_packet = self._time_at(start)
         return Partial(bytes(self.buf[self.pos + 4 :]), size, start, first_ns, first_packet, reason), end
 
-    def _cut_through_gap(self, gap_end: int, missing: str, out: list) -> bool:
+    def _cut_through_gap(self, gap_end: int, missing: str, out: list, seen_ns: int | None) -> bool:
         """For a gap that ends at ``gap_end`` inside the frame being read (or one a gap cut
         before): its bytes up to the frame's end are that frame's, and framing goes on in step
-        after it. False when the gap is not inside such a frame."""
+        after it. False when the gap is not inside such a frame. ``seen_ns``: the time of the
+        packet whose payload the gap is, when it was captured (the frame's end, if it is there)."""
         if self.cut is not None:
             head, end = self.cut
+            if end <= gap_end:
+                head = replace(head, last_ns=seen_ns)
             if gap_end > end:  # it runs past the frame: the frame is over, and the framer lost
                 out.append(replace(head, span=self.base + len(self.buf) - head.offset))
                 self.cut = None
@@ -190,6 +197,8 @@ class DirectionFramer:
             self.cut = self._cut_at_pos(gap_end, missing)
             if self.cut is None:
                 return False
+            if self.cut[1] == gap_end:
+                self.cut = (replace(self.cut[0], last_ns=seen_ns), gap_end)
         else:
             return False
         self._restart(gap_end)
@@ -257,7 +266,9 @@ class DirectionFramer:
             self.pos = len(self.buf)  # all of it the cut frame's (its span covers them)
             return False
         self.pos = at
-        out.append(replace(head, span=end - head.offset, last_packet=self._time_at(end - 1)[1]))
+        last_ns, last_packet = self._time_at(end - 1)  # (none: its last byte was in a gap)
+        last_ns = head.last_ns if last_packet is None and last_ns is None else last_ns
+        out.append(replace(head, span=end - head.offset, last_packet=last_packet, last_ns=last_ns))
         self.cut = None
         self.in_sync = True
         return True
@@ -439,6 +450,14 @@ class DirectionFramer:
             starts = self.chunk_starts
             if len(starts) > 1 or (starts and min(starts) < self.base):
                 self.chunk_starts = {o for o in starts if o >= self.base}
+
+
+def _ending_in(item, gap_end: int, seen_ns: int | None):
+    """``item``, a frame a gap cut whose claimed end is in the gap, with the time of its end."""
+    if type(item) is Partial and seen_ns is not None and item.claimed_size is not None:
+        if item.offset + 4 + item.claimed_size <= gap_end:
+            return replace(item, last_ns=seen_ns)
+    return item
 
 
 def _decided_by_event(items: list) -> list:
