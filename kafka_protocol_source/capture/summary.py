@@ -8,6 +8,7 @@ far a file still being written can be read: the packets that are complete so far
 from __future__ import annotations
 
 import os
+import zlib
 from dataclasses import dataclass
 
 from .model import CaptureError, CaptureIssue
@@ -27,6 +28,9 @@ class CaptureSummary:
     packets: int  # whole packets: a record cut by the end of the file is not counted
     size: int  # file size when it was summarised
     complete: bool  # ends on a record boundary (nothing cut short)
+    # A checksum of the first whole packet's bytes: with first_ns, the file's identity whatever its
+    # name or compression (tcpdump -z gzip replaces a rotated file by its .gz); None: no packet
+    first_crc: int | None = None
 
 
 def summarize(path: str) -> CaptureSummary | None:
@@ -37,6 +41,7 @@ def summarize(path: str) -> CaptureSummary | None:
             frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
             linktypes, first, last, packets, complete = set(), None, None, 0, True
             pending = None  # the newest packet's time, taken once it is known whole
+            first_crc = None
             for frame in frames:
                 if isinstance(frame, CaptureIssue):
                     if frame.kind == "truncated_file":
@@ -46,7 +51,9 @@ def summarize(path: str) -> CaptureSummary | None:
                         packets = min(packets, frame.packet_index)  # the record it cut is not whole
                     continue
                 first, last = _widened(first, last, pending)
-                _, _, pending, linktype, _, _ = frame
+                _, _, pending, linktype, data, _ = frame
+                if not packets:
+                    first_crc = zlib.crc32(data)
                 linktypes.add(linktype)
                 packets += 1
             first, last = _widened(first, last, pending)
@@ -54,7 +61,10 @@ def summarize(path: str) -> CaptureSummary | None:
                 complete = False
     except (CaptureError, OSError):
         return None
-    return CaptureSummary(path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete)
+    first_crc = first_crc if packets else None  # (the first record was cut short)
+    return CaptureSummary(
+        path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete, first_crc
+    )
 
 
 def _widened(first: int | None, last: int | None, ts: int | None) -> tuple[int | None, int | None]:

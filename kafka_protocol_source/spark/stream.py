@@ -5,7 +5,10 @@ packet, so that a ring buffer reusing a name is a new file), plus the capture ti
 packet consumed: deterministic JSON computed from the files alone, so ``latestOffset`` and
 ``partitions`` give the same answer for the same folder, and a restart from the checkpoint
 re-plans exactly the same micro-batch. Files are remembered by path, so one copied in with an
-old modification time is read too (files modified ``maxFileAge`` before the newest are ignored).
+old modification time is read too (files modified ``maxFileAge`` before the newest are ignored),
+and by their first packet's time and bytes, so one renamed or compressed after it was read
+(``tcpdump -z gzip``) is read on from where it was (``copy_of``; the last ``GONE_KEPT`` gone
+files are remembered for it).
 
 A micro-batch re-reads, for each capture session with new packets, a tail of the session long
 enough to rebuild every connection still open (the files holding the last ``idleTimeout`` of
@@ -45,6 +48,7 @@ from .paths import expand
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
+GONE_KEPT = 64  # gone files an offset remembers, so that a copy of one (renamed, gzipped) is not read again
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -91,29 +95,46 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         available = self._available()
         if self._target is not None:
             available = {p: s for p, s in available.items() if p in self._target}
-        consumed = start["files"]
-        grown = []
+        consumed, gone = start["files"], start.get("gone", {})
+        known = _by_identity({**gone, **consumed})
+        grown, copies = [], {}
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
-            before = seen["packets"] if seen and seen["first_ns"] == (s.first_ns or 0) else 0
+            if seen and seen["first_ns"] == (s.first_ns or 0):
+                before = seen["packets"]
+            elif (twin := known.get(_identity(s))) is not None and twin[0] != path:
+                # A file read before under another name: renamed, or compressed (tcpdump -z gzip)
+                if limit_packets < twin[1]["packets"]:
+                    continue  # being written still: it waits until it holds what was read of it
+                copies[path] = {**twin[1], "copy_of": twin[0]}
+                before = twin[1]["packets"]
+            else:
+                before = 0
             if limit_packets > before or limit_packets < before:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
         grown = self._admit(grown, limit)
         # A file read before and hidden now (younger than minFileAge again as it grows, past
         # maxFileAge) keeps what was consumed of it, or it would be read again from its start;
-        # only a file that is gone (a ring buffer's) is forgotten.
+        # a file that is gone (a ring buffer's, or one renamed) is kept among the last ``GONE_KEPT``
+        # gone, for a copy of it that may still come.
         files = {p: dict(v) for p, v in consumed.items() if p in available or os.path.exists(p)}
+        files.update(copies)
         for _, path, s, packets in grown:
             # last_ns: the capture time of the last packet consumed (its session's end so far); not
             # known where availableNow stops short of the file's end
             last_ns = (s.last_ns or 0) if packets == s.packets else None
-            files[path] = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": last_ns}
+            entry = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": last_ns, "first_crc": s.first_crc}
+            files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
-        return {"files": dict(sorted(files.items())), "end_ns": end_ns}
+        offset = {"files": dict(sorted(files.items())), "end_ns": end_ns}
+        still_gone = _newest({p: v for p, v in {**gone, **consumed}.items() if p not in files and v.get("first_crc")})
+        if still_gone:
+            offset["gone"] = still_gone
+        return offset
 
     def _admit(self, grown: list, limit) -> list:
         if isinstance(limit, ReadAllAvailable) or limit is None:
@@ -134,7 +155,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- micro-batches ----------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict):
-        before, after = start["files"], end["files"]
+        after = end["files"]
+        before = _with_copies(start["files"], start.get("gone", {}), after)
         summaries = [
             self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
             for p in after
@@ -257,6 +279,41 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if key not in self._summaries:
             self._summaries[key] = summarize(path)
         return self._summaries[key]
+
+
+def _identity(s: CaptureSummary) -> tuple[int, int] | None:
+    """What tells a file read before under another name: its first packet's time and bytes."""
+    return None if s.first_crc is None else (s.first_ns or 0, s.first_crc)
+
+
+def _by_identity(files: dict) -> dict:
+    """An offset's files (path -> entry) by identity; the entry with the most consumed wins."""
+    out: dict = {}
+    for path, entry in files.items():
+        if entry.get("first_crc") is not None:
+            key = (entry["first_ns"], entry["first_crc"])
+            if key not in out or out[key][1]["packets"] < entry["packets"]:
+                out[key] = (path, entry)
+    return out
+
+
+def _newest(gone: dict) -> dict:
+    """The ``GONE_KEPT`` entries of gone files with the latest first packets, in path order."""
+    kept = sorted(gone.items(), key=lambda item: (item[1]["first_ns"], item[0]))[-GONE_KEPT:]
+    return dict(sorted(kept))
+
+
+def _with_copies(before: dict, gone: dict, after: dict) -> dict:
+    """``before`` (an offset's files) with what it had consumed of each file that ``after``
+    takes for a copy of one it had read (``copy_of``): the copy's packets up to there are read."""
+    out = dict(before)
+    for path, entry in after.items():
+        source = entry.get("copy_of")
+        if source is not None and path not in before:
+            was = before.get(source) or gone.get(source)
+            if was is not None:
+                out[path] = {k: v for k, v in was.items() if k != "copy_of"}
+    return out
 
 
 def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:

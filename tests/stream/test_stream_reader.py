@@ -136,3 +136,46 @@ def test_files_copied_in_with_old_modification_times_do_not_make_the_folder_quie
     _drive(reader, options, offset, rows)
     assert not [r for r in rows if r.note and ANSWERED_LATE in r.note]
     assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
+
+
+def _compressed_as_tcpdump_z_does(path, partial: bool = False):
+    """``tcpdump -z gzip``: the closed file's .gz is written beside it, then the file removed
+    (``partial``: the .gz is half written, the file still there)."""
+    import gzip
+
+    data = gzip.compress(path.read_bytes())
+    target = path.with_name(path.name + ".gz")
+    target.write_bytes(data[: len(data) // 2] if partial else data)
+    if not partial:
+        path.unlink()
+    return target
+
+
+def test_files_compressed_or_renamed_after_they_were_read_are_not_read_again(tmp_path):
+    """A rotated file that tcpdump -z gzip compresses, or one moved aside, is the same file under
+    another name: it used to be read again from its first packet, and every exchange it held
+    came out twice. Its half-written .gz waits; a file whose bytes were never read still is."""
+    name = SAMPLES[0]
+    files, whole = rotated_pieces(tmp_path, name, "time", 4)
+    folder = tmp_path / "rotating"
+    folder.mkdir()
+    reader, options = _stream_reader(folder, name, quietTimeout="3600")
+    offset, rows = reader.initialOffset(), []
+    landed = []
+    for n, f in enumerate(files):
+        landed.append(shutil.copy(f, folder / f.name))
+        offset = _drive(reader, options, offset, rows)
+        if n == 1:
+            _compressed_as_tcpdump_z_does(folder / files[0].name, partial=True)
+            offset = _drive(reader, options, offset, rows)
+            (folder / (files[0].name + ".gz")).unlink()
+            _compressed_as_tcpdump_z_does(folder / files[0].name)
+            offset = _drive(reader, options, offset, rows)
+        if n == 2:
+            os.rename(folder / files[1].name, folder / ("kept-" + files[1].name))
+            offset = _drive(reader, options, offset, rows)
+    ok = Counter({key: n for key, n in whole.items() if key[-1] == "ok"})
+    assert Counter(exchange_key(r) for r in rows if r.status == "ok") == ok
+    assert sorted(p for p in offset["files"] if "copy_of" in offset["files"][p]) == sorted(
+        [str(folder / (files[0].name + ".gz")), str(folder / ("kept-" + files[1].name))]
+    )
