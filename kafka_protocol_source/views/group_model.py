@@ -128,7 +128,8 @@ class Generation:
                 "api_name": ex.api_name,
                 "member_id": member_id,
                 "client_id": ex.client_id,
-                "error": reported_error(code),
+                # no response read: the exchange's status says why (unanswered, gap, malformed)
+                "error": reported_error(code) if ex.response is not None else ex.status,
             }
         )
 

@@ -327,3 +327,20 @@ def test_a_capture_started_during_a_rebalance_ends_each_generation_by_what_happe
         "a-1",
         leave.request_time,
     )
+
+
+@pytest.mark.parametrize("status", ["unanswered", "gap"])
+def test_a_step_whose_answer_was_not_read_says_why_not_that_it_succeeded(status):
+    """A rebalance still waiting when the capture ends (or whose answer the capture cut): its
+    join has no error code, and a null error read as "joined". The step says the exchange's status."""
+    from dataclasses import replace
+
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=3, leader="a-1", members=["a-1"])
+    g.sync("A", "a-1", 3, assignments={"a-1": [0]}, mine=[0])
+    waiting = g.join("B", member_id="b-1")
+    g.exchanges[-1] = replace(waiting, response=None, response_time=None, latency_ms=None, status=status)
+    first, second = group_rows(g.exchanges)
+    assert [s["error"] for s in first["rebalance_steps"]] == [None, None] and first["rebalance_errors"] == []
+    assert [(s["member_id"], s["error"]) for s in second["rebalance_steps"]] == [("b-1", status)]
+    assert second["rebalance_errors"] == [status] and second["generation_id"] is None
