@@ -44,7 +44,7 @@ class _Connection:
         self.initiator: Direction | None = None
         self.fins: set[tuple[str, int]] = set()
         self.closed = False
-        # Its FINs or RST are in but bytes before them are not: (time, packet index, why).
+        # Its FINs or RST are in but bytes before them are not: (time, tick, why).
         self.closing: tuple[int, int, str] | None = None
 
 
@@ -74,9 +74,10 @@ class _Table:
         self.live: dict[tuple, _Connection] = {}  # canonical 4-tuple -> connection
         self.closed: dict[tuple, tuple] = {}  # canonical 4-tuple -> _remembered(connection)
         # Connections waiting for bytes sent before their FINs or RST, oldest first, and the
-        # packet index from which the first of them has waited long enough.
+        # tick from which the first of them has waited long enough.
         self.closing: dict[tuple, _Connection] = {}
         self.expires_at = _NEVER
+        self.tick = 0  # segments read: the clock REORDER_WINDOW counts on
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
         old = self.closed.pop(four, None)
@@ -124,8 +125,9 @@ class _Table:
         """The events one segment causes, in order (most segments: one chunk or none)."""
         out: list[StreamEvent] = []
         ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, payload, missing, index, _ = seg
-        if index >= self.expires_at:
-            self._close_expired(index, out)
+        self.tick = tick = self.tick + 1  # (windows count packets read: a session's indices jump)
+        if tick >= self.expires_at:
+            self._close_expired(tick, out)
         src, dst = (src_ip, src_port), (dst_ip, dst_port)
         four = (src_ip, src_port, dst_ip, dst_port) if src <= dst else (dst_ip, dst_port, src_ip, src_port)
         conn = self.live.get(four)
@@ -146,7 +148,7 @@ class _Table:
             receiver = streams[dst]
             receiver.acked(ack)
             if receiver.buffered:  # (holes wait only where bytes are buffered)
-                receiver.acknowledged(ack, index, out)
+                receiver.acknowledged(ack, tick, out)
         if flags & SYN:
             stream.syn(seq)
             if conn.initiator is None:
@@ -156,10 +158,10 @@ class _Table:
             if conn.closing is not None:
                 conn, stream = self._after_end(four, conn, src, seg, out)
             seq = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq  # a SYN's data (TCP Fast Open): after the ISN
-            if not stream.add(seq, payload, missing, ts, index, out):
+            if not stream.add(seq, payload, missing, ts, index, out, tick):
                 out.append(self._overflow(conn, stream, ts))
         size = len(payload) + missing
-        if flags & (RST | FIN) and self._ended(four, conn, src, stream, flags, seq, size, ts, index, out):
+        if flags & (RST | FIN) and self._ended(four, conn, src, stream, flags, seq, size, ts, tick, out):
             return out
         closing = conn.closing
         if closing is not None and closing[2] == "fin" and not _waits(conn):
@@ -206,7 +208,7 @@ class _Table:
         seq: int,
         size: int,
         ts: int,
-        index: int,
+        tick: int,
         out: list,
     ) -> bool:
         """A RST, or a FIN (its bytes end before ``seq`` + ``size``, the segment's payload, which
@@ -219,7 +221,7 @@ class _Table:
             out.append(new_flow_event(conn.key, "reset", ts, stream.direction, conn.initiator))
             if src not in conn.fins:  # (after a FIN, the FIN said where the bytes end)
                 stream.ended(end, always=True)
-            self._close_when_complete(four, conn, ts, index, "reset", out)
+            self._close_when_complete(four, conn, ts, tick, "reset", out)
             return True
         if src in conn.fins:
             return False
@@ -228,23 +230,23 @@ class _Table:
         stream.ended(end)
         if len(conn.fins) < 2:
             return False
-        self._close_when_complete(four, conn, ts, index, "fin", out)
+        self._close_when_complete(four, conn, ts, tick, "fin", out)
         return True
 
-    def _close_when_complete(self, four: tuple, conn: _Connection, ts: int, index: int, why: str, out: list) -> None:
-        """Close ``conn``, whose FINs or RST came at ``ts`` in packet ``index``, unless bytes sent
+    def _close_when_complete(self, four: tuple, conn: _Connection, ts: int, tick: int, why: str, out: list) -> None:
+        """Close ``conn``, whose FINs or RST came at ``ts`` (at ``tick``), unless bytes sent
         before them are still to come: then it waits (``_close_expired``). After a RST it always
         waits: what the peer had sent before the RST reached it still crosses the wire after."""
         if why == "reset" or _waits(conn):
             if conn.closing is None:
                 if not self.closing:
-                    self.expires_at = index + REORDER_WINDOW
+                    self.expires_at = tick + REORDER_WINDOW
                 self.closing[four] = conn
-            conn.closing = (ts, index if conn.closing is None else conn.closing[1], why)
+            conn.closing = (ts, tick if conn.closing is None else conn.closing[1], why)
         else:
             self.close(four, conn, ts, why, out)
 
-    def _close_expired(self, index: int, out: list) -> None:
+    def _close_expired(self, tick: int, out: list) -> None:
         """Close the connections that have waited ``REORDER_WINDOW`` packets for bytes sent
         before their FINs or RST (what never came becomes a gap)."""
         self.expires_at = _NEVER
@@ -252,7 +254,7 @@ class _Table:
         for four, conn in self.closing.items():
             closing = conn.closing
             assert closing is not None, "a connection in the closing table has its FINs or RST"
-            if index - closing[1] < REORDER_WINDOW:
+            if tick - closing[1] < REORDER_WINDOW:
                 self.expires_at = closing[1] + REORDER_WINDOW
                 break
             expired.append((four, conn, closing))

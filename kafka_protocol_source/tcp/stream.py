@@ -101,7 +101,8 @@ class DirectionStream:
         self.isn: int | None = None
         self.offset = 0  # stream offset of the next byte to deliver
         self._starts: list[int] = []
-        # Buffered pieces, sorted and disjoint: (start, end, data or None for cut bytes, ts, index)
+        # Buffered pieces, sorted and disjoint: (start, end, data or None for cut bytes, ts, index):
+        # the packet index of bytes (their chunk's), the tick (see ``add``) of cut bytes
         self._pieces: list[tuple] = []
         self.buffered = 0
         self.cap = cap
@@ -110,9 +111,9 @@ class DirectionStream:
         self.reset_end = False  # end_seq is a RST's: a FIN after it says where the bytes end instead
         self.peer_ack: int | None = None  # the furthest acknowledgment number the receiver sent
         # The offset delivery stopped at when a hole before it was first acknowledged, and the
-        # packet index then (see REORDER_WINDOW).
+        # tick then (see REORDER_WINDOW).
         self._stuck_at, self._stuck_since = -1, 0
-        # While offset 0 is the first segment seen, not the SYN's: the packet index until which
+        # While offset 0 is the first segment seen, not the SYN's: the tick until which
         # nothing is delivered and earlier bytes move it back (-1: offset 0 is settled).
         self._settle_until = -1
         self._cut_copies = CutCopies() if cut_copies is None else cut_copies
@@ -134,10 +135,12 @@ class DirectionStream:
         assert self.base_seq is not None, "offsets are asked for once the stream has its first sequence number"
         return offset_at(self.base_seq, self.offset, seq)
 
-    def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list) -> bool:
-        """Take one segment's payload; return False when the buffer cap was exceeded and flushed."""
+    def add(self, seq: int, payload: bytes, missing: int, ts: int, index: int, out: list, tick: int) -> bool:
+        """Take one segment's payload; return False when the buffer cap was exceeded and flushed.
+        ``index``: its packet's, for the events; ``tick``: the capture's packets read so far, the
+        clock ``REORDER_WINDOW`` is counted on (packet indices of a session's files jump)."""
         if self.base_seq is None:
-            self._start_provisionally(seq, payload, missing, ts, index)
+            self._start_provisionally(seq, payload, missing, ts, index, tick)
             return True
         start = self.offset_of(seq)
         end = start + len(payload) + missing
@@ -170,9 +173,9 @@ class DirectionStream:
                 self._last = chunk
             self.offset = end
             if missing:
-                self._cut(end - missing, end, ts, index, out)
+                self._cut(end - missing, end, ts, tick, out)
             return True
-        return self._out_of_order(start, end, payload, missing, conflict, ts, index, out)
+        return self._out_of_order(start, end, payload, missing, conflict, ts, index, out, tick)
 
     def _out_of_order(
         self,
@@ -184,6 +187,7 @@ class DirectionStream:
         ts: int,
         index: int,
         out: list,
+        tick: int,
     ) -> bool:
         """``add`` for bytes that do not follow on from the offset, or come while others are held
         (``conflict``: where the part of the segment already delivered differed)."""
@@ -193,12 +197,12 @@ class DirectionStream:
         if conflict is not None:
             self._conflict(conflict, ts, index, out)
         if missing:
-            self._insert(end - missing, end, None, ts, index)
+            self._insert(end - missing, end, None, ts, tick)
         if self._settle_until >= 0:
-            if index < self._settle_until and self.buffered <= self.cap:
+            if tick < self._settle_until and self.buffered <= self.cap:
                 return True
             self._settled(out)
-        self._deliver(out, index)
+        self._deliver(out, tick)
         if self.buffered > self.cap:
             self.flush(out, "overflow")
             return False
@@ -235,15 +239,15 @@ class DirectionStream:
             out.append(StreamConflict(self.conn, self.direction, s, e - s, ts, index))
         self._early_conflicts.clear()
 
-    def _start_provisionally(self, seq: int, payload: bytes, missing: int, ts: int, index: int) -> None:
+    def _start_provisionally(self, seq: int, payload: bytes, missing: int, ts: int, index: int, tick: int) -> None:
         """Capture started mid-connection: the first byte seen is offset 0, until a segment from
         before it comes (see the module's docstring). Held until then."""
         self.base_seq = seq
-        self._settle_until = index + REORDER_WINDOW
+        self._settle_until = tick + REORDER_WINDOW
         if payload:
             self._insert(0, len(payload), payload, ts, index)
         if missing:
-            self._insert(len(payload), len(payload) + missing, None, ts, index)
+            self._insert(len(payload), len(payload) + missing, None, ts, tick)
 
     def _rebase(self, start: int) -> None:
         """Offset 0 moves to ``start`` (at or before it; nothing is delivered yet)."""
@@ -255,11 +259,11 @@ class DirectionStream:
             self._starts = [s + shift for s in self._starts]
             self._early_conflicts = [(s + shift, e + shift, ts, i) for s, e, ts, i in self._early_conflicts]
 
-    def _cut(self, s: int, e: int, ts: int, index: int, out: list) -> None:
+    def _cut(self, s: int, e: int, ts: int, tick: int, out: list) -> None:
         """Bytes [s, e) the snaplen cut, right at the offset: a gap, or held while a fuller copy
         may bring them (see ``CutCopies``)."""
         if self._cut_copies.follow:
-            self._insert(s, e, None, ts, index)
+            self._insert(s, e, None, ts, tick)
             self.offset = s
         else:
             out.append(StreamGap(self.conn, self.direction, s, e - s, ts, "snaplen_cut"))
@@ -330,14 +334,14 @@ class DirectionStream:
         self.buffered -= end - start
         self.offset = end
 
-    def _deliver(self, out: list, index: int | None = None) -> None:
-        """Emit the buffered pieces that follow on from the offset; with ``index`` (the current
-        packet), cut bytes a fuller copy may still bring stop it (see ``CutCopies``)."""
+    def _deliver(self, out: list, tick: int | None = None) -> None:
+        """Emit the buffered pieces that follow on from the offset; with ``tick`` (now), cut
+        bytes a fuller copy may still bring stop it (see ``CutCopies``)."""
         pieces = self._pieces
         n = 0
         while n < len(pieces) and pieces[n][0] <= self.offset:
             piece = pieces[n]
-            if piece[2] is None and index is not None and index - piece[4] < REORDER_WINDOW and self._cut_copies.follow:
+            if piece[2] is None and tick is not None and tick - piece[4] < REORDER_WINDOW and self._cut_copies.follow:
                 break
             self._emit(piece, out)
             n += 1
@@ -345,9 +349,9 @@ class DirectionStream:
             del pieces[:n]
             del self._starts[:n]
 
-    def acknowledged(self, ack_seq: int, index: int, out: list) -> None:
-        """The receiver acknowledged up to `ack_seq` (in the packet numbered `index`): holes
-        before it were sent, and the receiver has them.
+    def acknowledged(self, ack_seq: int, tick: int, out: list) -> None:
+        """The receiver acknowledged up to `ack_seq` (at ``tick``, see ``add``): holes before it
+        were sent, and the receiver has them.
 
         Nobody will retransmit them, so once a hole has stayed open for ``REORDER_WINDOW``
         packets since it was first acknowledged (a segment the capture wrote late comes within
@@ -359,19 +363,19 @@ class DirectionStream:
         if not pieces or self.base_seq is None:
             return
         if self._settle_until >= 0:
-            if index < self._settle_until:
+            if tick < self._settle_until:
                 return
             self._settled(out)
-            self._deliver(out, index)
+            self._deliver(out, tick)
             if not pieces:
                 return
         acked = self.offset_of(ack_seq)
         if pieces[0][0] > acked:
             return
         if self._stuck_at != self.offset:
-            self._stuck_at, self._stuck_since = self.offset, index
+            self._stuck_at, self._stuck_since = self.offset, tick
             return
-        if index - self._stuck_since < REORDER_WINDOW:
+        if tick - self._stuck_since < REORDER_WINDOW:
             return
         n = 0
         while n < len(pieces) and pieces[n][0] <= acked:
