@@ -25,6 +25,7 @@ from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
 from .capture.merge import in_time_order
 from .capture.runs import RecordRuns
 from .capture.source import detect_format
+from .capture.summary import first_packet_ns
 from .codec.decoder import decoder_for
 from .framing.connection import Connection
 from .framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
@@ -170,8 +171,12 @@ def _session_packets(
     """The segments and issues of every file, in capture-time order (``in_time_order``: files that
     overlap in time are one capture), with global packet indices (see ``locate``); keeps each
     context's ``position`` at the packet being read."""
-    files = [partial(_file_packets, n, path, limits.get(path), runs.get(path)) for n, path in enumerate(paths)]
-    for item in files[0]() if len(files) == 1 else in_time_order(files):
+    if len(paths) == 1:
+        items = _file_packets(0, paths[0], limits.get(paths[0]), runs.get(paths[0]))
+    else:
+        opens = (partial(_file_packets, n, path, limits.get(path), runs.get(path)) for n, path in enumerate(paths))
+        items = in_time_order([(first_packet_ns(path), opener) for path, opener in zip(paths, opens, strict=True)])
+    for item in items:
         for c in contexts.values():
             c.position = item.packet_index
         yield item

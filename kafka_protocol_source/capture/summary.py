@@ -67,6 +67,22 @@ def summarize(path: str) -> CaptureSummary | None:
     )
 
 
+def first_packet_ns(path: str, look: int = 1000) -> int | None:
+    """The capture time of a file's first packet, from its first ``look`` records at most (None:
+    no packet with a time there, or not a capture): where ``merge.in_time_order`` opens it."""
+    try:
+        with open_capture(path) as (read, fmt, head):
+            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+            for n, frame in enumerate(frames):
+                if n >= look:
+                    break
+                if not isinstance(frame, CaptureIssue) and frame[2]:
+                    return frame[2]
+    except (CaptureError, OSError):
+        return None
+    return None
+
+
 def _widened(first: int | None, last: int | None, ts: int | None) -> tuple[int | None, int | None]:
     """The time span (first, last) taking in ``ts`` (None or 0: a packet without a time)."""
     if not ts:
@@ -89,12 +105,17 @@ def sessions(
     timed = sorted((s for s in summaries if s.first_ns is not None), key=lambda s: (s.first_ns, s.last_ns, s.path))
     chains: list[_Chain] = []
     for summary in timed:
-        for chain in chains:
-            if chain.takes(summary, tolerance_ns, overlapping):
-                chain.add(summary)
-                break
-        else:
+        # Every session it overlaps, and the one it follows on from, are one with it.
+        takers = [c for c in chains if c.overlaps(summary)] if overlapping else []
+        takers += [c for c in chains if c not in takers and c.follows(summary, tolerance_ns)][:1]
+        if not takers:
             chains.append(_Chain(summary))
+            continue
+        first = takers[0]
+        for other in takers[1:]:
+            first.absorb(other)
+            chains.remove(other)
+        first.add(summary)
     untimed = [[s] for s in summaries if s.first_ns is None]
     return [chain.files for chain in chains] + untimed
 
@@ -113,9 +134,18 @@ class _Chain:
         self.linktypes.add(summary.linktypes)
         self.last_ns = max(self.last_ns, summary.last_ns or 0)
 
-    def takes(self, summary: CaptureSummary, tolerance_ns: int, overlapping: bool) -> bool:
+    def absorb(self, other: _Chain) -> None:
+        """Take in another session's files (in the order of their first packets)."""
+        for summary in other.files:
+            self.add(summary)
+        self.files.sort(key=lambda s: (s.first_ns or 0, s.last_ns or 0, s.path))
+
+    def overlaps(self, summary: CaptureSummary) -> bool:
         assert summary.first_ns is not None, "only timed files are grouped"
-        gap = summary.first_ns - self.last_ns
-        if gap < 0:
-            return overlapping
-        return gap <= tolerance_ns and summary.linktypes in self.linktypes
+        return summary.first_ns < self.last_ns
+
+    def follows(self, summary: CaptureSummary, tolerance_ns: int) -> bool:
+        """Whether ``summary`` starts where this session ended (within ``tolerance_ns``), with
+        link types one of its files has."""
+        assert summary.first_ns is not None, "only timed files are grouped"
+        return 0 <= summary.first_ns - self.last_ns <= tolerance_ns and summary.linktypes in self.linktypes

@@ -22,6 +22,7 @@ from functools import partial
 
 from ..capture import CaptureError, TcpSegment, read_packets
 from ..capture.merge import in_time_order
+from ..capture.summary import first_packet_ns
 from ..framing import Exchange
 from ..framing.connection import address
 from ..framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
@@ -120,7 +121,7 @@ def session_segments(paths: Sequence[str]) -> Iterator[TcpSegment]:
     """The TCP segments of every file in capture-time order, packet indices global as
     ``read_capture`` makes them (``FILE_SHIFT`` bits per file). A file that is not a capture (a
     stream dump) has none."""
-    files = [partial(_file_segments, number << FILE_SHIFT, path) for number, path in enumerate(paths)]
+    files = [(first_packet_ns(path), partial(_file_segments, n << FILE_SHIFT, path)) for n, path in enumerate(paths)]
     for item in in_time_order(files):
         if item.__class__ is TcpSegment:
             yield item

@@ -101,3 +101,50 @@ def test_without_merging_each_file_of_one_direction_loses_the_other_side(tmp_pat
     apart = _rows(str(files[0]), options) + _rows(str(files[1]), options)
     assert not any(key[4] == "ok" for key in apart)
     assert any(key[4] == "ok" for key in _rows([str(f) for f in files], options))
+
+
+def _misordered(segments, broker_port: int) -> list:
+    """The segments cut to 40 bytes of payload each (a small MSS), with one of a request's
+    pieces written after the broker's ACK of it, 20 us late (as multi-queue captures write)."""
+    small = []
+    for s in segments:
+        if len(s.payload) <= 40:
+            small.append(s)
+            continue
+        for k in range(0, len(s.payload), 40):
+            small.append(
+                s._replace(seq=(s.seq + k) & 0xFFFFFFFF, payload=s.payload[k : k + 40], timestamp_ns=s.timestamp_ns + k)
+            )
+    for i, s in enumerate(small):
+        if s.dst_port == broker_port and len(s.payload) == 40 and small[i + 1].payload and small[i + 2].payload:
+            if small[i + 1].dst_port == small[i + 2].dst_port == broker_port:
+                break
+    late = small[i + 1]
+    end = (late.seq + len(late.payload)) & 0xFFFFFFFF
+    acked = next(
+        j
+        for j in range(i + 2, len(small))
+        if small[j].src_port == broker_port and ((small[j].ack - end) & 0xFFFFFFFF) < 0x80000000
+    )
+    moved = late._replace(timestamp_ns=small[acked].timestamp_ns + 20_000)
+    out = small[: i + 1] + small[i + 2 : acked + 1] + [moved] + small[acked + 1 :]
+    for n in range(1, len(out)):  # times that never go back
+        if out[n].timestamp_ns <= out[n - 1].timestamp_ns:
+            out[n] = out[n]._replace(timestamp_ns=out[n - 1].timestamp_ns + 1)
+    return out
+
+
+@pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap (wireshark tools) not installed")
+def test_a_segment_written_late_on_both_interfaces_is_waited_for_as_in_one_file(tmp_path):
+    """TCP reassembly waits a number of packets for a segment a capture wrote late. Counted in
+    packet indices, whose files' numbers interleave in a merged read, the wait ended at the
+    other file's next packet: the request became a gap that either file alone reads whole."""
+    s = next(c for c in CAPTURES if c.name == "mock_kafka_python_all_codecs")
+    segments = _misordered(segments_of(s.path), s.broker_port)
+    files = [Cut(tuple(segments)).write(tmp_path / "lo.pcap"), _cooked(segments, tmp_path / "any.pcap")]
+    options = {"ports": [s.broker_port]}
+    merged = tmp_path / "merged.pcapng"
+    subprocess.run(["mergecap", "-w", str(merged), *map(str, files)], check=True)
+    alone = _rows(str(files[0]), options)
+    assert {key[4] for key in alone} == {"ok"}
+    assert _rows([str(f) for f in files], options) == _rows(str(merged), options) == alone
