@@ -109,10 +109,30 @@ def read_capture(
 
 
 def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = None) -> Iterator[Exchange]:
-    """``read_capture`` with its options as one value, and only the connections ``scope`` takes."""
+    """``read_capture`` with its options as one value, and only the connections ``scope`` takes.
+    Of several files, those that are not captures (a stream dump, a file that is gone or is
+    something else) are read on their own; the captures, as one."""
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+    captures = []
+    for p in paths:
+        try:
+            detect_format(p)
+        except CaptureError as not_a_capture:
+            if options.issues_here:
+                ctx = _context([p], options)
+                if is_dump(p, ctx):
+                    yield from read_dump(p, ctx)
+                else:
+                    yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
+            continue
+        captures.append(p)
+    if captures:
+        yield from _read_packets(captures, _context(captures, options), options, scope)
+
+
+def _context(paths: list[str], options: CaptureOptions) -> CaptureContext:
     known, names = _bundled_knowledge()
-    ctx = CaptureContext(
+    return CaptureContext(
         paths[0],
         CodecBodies(
             decoder_for(options.specs), options.max_decompressed_bytes, decoder_for(None) if options.specs else None
@@ -127,17 +147,6 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
         files=tuple(paths),
         unknown_api_kept=options.unknown_api_kept,
     )
-    try:
-        detect_format(paths[0])
-    except CaptureError as not_a_capture:
-        if not options.issues_here:
-            return
-        if is_dump(paths[0], ctx):
-            yield from read_dump(paths[0], ctx)
-        else:
-            yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
-        return
-    yield from _read_packets(paths, ctx, options, scope)
 
 
 @lru_cache(maxsize=1)

@@ -201,6 +201,22 @@ def test_a_file_of_a_session_that_vanished_is_a_capture_error_row_and_the_rest_i
     assert sum(e.status == "ok" for e in rows) > 0
 
 
+def test_files_of_a_list_that_are_not_captures_are_rows_of_their_own_and_the_captures_are_read(tmp_path):
+    """The first file of a list used to decide for all: an empty or text file first gave one
+    capture_error row and none of the captures after it."""
+    s = CAPTURES[0]
+    parts = [p.write(tmp_path / f"k{i}.pcap") for i, p in enumerate(pieces(segments_of(s.path), 3))]
+    (tmp_path / "empty.pcap").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("not a capture")
+    whole = Counter((*_key(e), e.status) for e in read_capture(parts, ports=[s.broker_port]))
+    rows = list(
+        read_capture([tmp_path / "empty.pcap", parts[0], tmp_path / "notes.txt", *parts[1:]], ports=[s.broker_port])
+    )
+    errors = sorted(e.capture_file for e in rows if e.status == "capture_error")
+    assert errors == [str(tmp_path / "empty.pcap"), str(tmp_path / "notes.txt")]
+    assert Counter((*_key(e), e.status) for e in rows if e.status != "capture_error") == whole
+
+
 def _two_interfaces(segments, order: str) -> bytes:
     """The segments captured on an Ethernet interface and again on a cooked (SLL2) one, 3 us
     later: in time order, or one interface's packets after the other's (as a two-interface
