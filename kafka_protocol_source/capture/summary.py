@@ -31,10 +31,13 @@ class CaptureSummary:
     # A checksum of the first whole packet's bytes: with first_ns, the file's identity whatever its
     # name or compression (tcpdump -z gzip replaces a rotated file by its .gz); None: no packet
     first_crc: int | None = None
+    # With ``digest``: a checksum of every whole packet's bytes in order (see ``prefix_crc``)
+    prefix_crc: int | None = None
 
 
-def summarize(path: str) -> CaptureSummary | None:
-    """The summary of a capture file, or None when it is not a pcap/pcapng capture (or unreadable)."""
+def summarize(path: str, digest: bool = False) -> CaptureSummary | None:
+    """The summary of a capture file, or None when it is not a pcap/pcapng capture (or unreadable);
+    ``digest``: with its ``prefix_crc`` (every packet's bytes are read for it)."""
     try:
         size = os.path.getsize(path)
         with open_capture(path) as (read, fmt, head):
@@ -42,16 +45,20 @@ def summarize(path: str) -> CaptureSummary | None:
             linktypes, first, last, packets, complete = set(), None, None, 0, True
             pending = None  # the newest packet's time, taken once it is known whole
             first_crc = None
+            crc = crc_before = 0  # the prefix checksum, with and without the last record read
             for frame in frames:
                 if isinstance(frame, CaptureIssue):
                     if frame.kind == "truncated_file":
                         complete = False
                         if frame.packet_index < packets:  # what survived of the record it cut was handed over
                             pending = None  # its time is not a whole packet's: not the file's end so far
+                            crc = crc_before
                         packets = min(packets, frame.packet_index)  # the record it cut is not whole
                     continue
                 first, last = _widened(first, last, pending)
                 _, _, pending, linktype, data, _ = frame
+                if digest:
+                    crc_before, crc = crc, zlib.crc32(data, crc)
                 if not packets:
                     first_crc = zlib.crc32(data)
                 linktypes.add(linktype)
@@ -62,9 +69,32 @@ def summarize(path: str) -> CaptureSummary | None:
     except (CaptureError, OSError):
         return None
     first_crc = first_crc if packets else None  # (the first record was cut short)
+    prefix = crc if digest and packets else None
     return CaptureSummary(
-        path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete, first_crc
+        path, fmt.container, fmt.gzipped, frozenset(linktypes), first, last, packets, size, complete, first_crc, prefix
     )
+
+
+def prefix_crc(path: str, packets: int) -> int | None:
+    """A checksum of the bytes of a file's first ``packets`` packets, in order (None: it has not
+    that many whole ones, or is no capture): two files with the same are the same packets."""
+    crc = crc_before = n = 0
+    try:
+        with open_capture(path) as (read, fmt, head):
+            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+            for frame in frames:
+                if isinstance(frame, CaptureIssue):
+                    if frame.kind == "truncated_file":
+                        if frame.packet_index < n:  # the record it cut was handed over: not a whole packet
+                            n, crc = n - 1, crc_before
+                        break
+                    continue
+                if n == packets:
+                    return crc
+                crc_before, crc, n = crc, zlib.crc32(frame[4], crc), n + 1
+    except (CaptureError, OSError):
+        return None
+    return crc if n == packets else None
 
 
 def first_packet_ns(path: str, look: int = 1000) -> int | None:

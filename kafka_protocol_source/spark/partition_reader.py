@@ -33,6 +33,7 @@ from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
 from .options import ReadOptions
+from .stream_copies import moved_to
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis, view_row_apis
 
 BATCH_ROWS = 2048
@@ -57,12 +58,17 @@ class CapturePartition(InputPartition):
         notice: str | None = None,
         runs: dict[str, RecordRuns] | None = None,
         earlier: tuple[tuple[str, int], ...] = (),
+        read_of: dict | None = None,
     ):
         paths = (paths,) if isinstance(paths, str) else tuple(paths)
         super().__init__((paths, index, count))
         self.paths, self.index, self.count, self.limits, self.emit = paths, index, count, limits, emit
         self.runs = runs or {}
         self.earlier = earlier
+        # For a stream: per path, what is to be read of it ((first packet's time and checksum,
+        # checksum of the packets up to its limit)), so that a file compressed or renamed since
+        # the micro-batch was planned is read where it went (``stream_copies.moved_to``).
+        self.read_of = read_of or {}
         self.notice = notice  # instead of reading: one capture_error row saying this about the file
 
     @property
@@ -148,6 +154,8 @@ class PartitionReader:
         if partition.notice is not None:
             yield from self._notice_rows(partition)
             return
+        if partition.read_of:
+            partition = _followed(partition)
         records_view = o.view == "records"
         derived = o.view in DERIVED_VIEWS
         apis = (RECORDS_VIEW_APIS if self.apis is None else self.apis) if records_view else self.apis
@@ -259,6 +267,26 @@ class PartitionReader:
             if self.options.mode == "DROPMALFORMED":
                 return False
         return True
+
+
+def _followed(partition: CapturePartition) -> CapturePartition:
+    """``partition`` with each file that is gone since it was planned read where it went."""
+    moved = {}
+    for path in partition.paths:
+        if not os.path.exists(path) and path in partition.read_of:
+            to = moved_to(path, partition.read_of[path], (partition.limits or {}).get(path, 0))
+            if to is not None:
+                moved[path] = to
+    if not moved:
+        return partition
+    new = [moved.get(p, p) for p in partition.paths]
+    limits = {moved.get(p, p): n for p, n in (partition.limits or {}).items()}
+    emit = partition.emit
+    if emit is not None:
+        emit = replace(emit, new_from={moved.get(p, p): n for p, n in emit.new_from.items()})
+    read_of = {moved.get(p, p): v for p, v in partition.read_of.items()}
+    runs = {moved.get(p, p): r for p, r in partition.runs.items()}
+    return CapturePartition(new, partition.index, partition.count, limits, emit, None, runs, partition.earlier, read_of)
 
 
 def _every(_ex) -> bool:

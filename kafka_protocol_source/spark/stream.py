@@ -6,9 +6,8 @@ packet consumed: deterministic JSON computed from the files alone, so ``latestOf
 ``partitions`` give the same answer for the same folder, and a restart from the checkpoint
 re-plans exactly the same micro-batch. Files are remembered by path, so one copied in with an
 old modification time is read too (files modified ``maxFileAge`` before the newest are ignored),
-and by their first packet's time and bytes, so one renamed or compressed after it was read
-(``tcpdump -z gzip``) is read on from where it was (``copy_of``; the last ``GONE_KEPT`` gone
-files are remembered for it).
+and by their packets (``stream_copies``), so one renamed or compressed after it was read
+(``tcpdump -z gzip``) is read on from where it was (``copy_of``), not again.
 
 A micro-batch re-reads, for each capture session with new packets, a tail of the session long
 enough to rebuild every connection still open (the files holding the last ``idleTimeout`` of
@@ -40,15 +39,15 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..capture.summary import CaptureSummary, sessions, summarize
+from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
 from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
+from .stream_copies import copy_of_present, identity, newest, original_of, present, with_copies
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
-GONE_KEPT = 64  # gone files an offset remembers, so that a copy of one (renamed, gzipped) is not read again
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -96,19 +95,20 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
-        known = _by_identity({**gone, **consumed})
         grown, copies = [], {}
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
             if seen and seen["first_ns"] == (s.first_ns or 0):
                 before = seen["packets"]
-            elif (twin := known.get(_identity(s))) is not None and twin[0] != path:
+            elif (original := original_of(path, s, consumed, gone)) is not None:
                 # A file read before under another name: renamed, or compressed (tcpdump -z gzip)
-                if limit_packets < twin[1]["packets"]:
-                    continue  # being written still: it waits until it holds what was read of it
-                copies[path] = {**twin[1], "copy_of": twin[0]}
-                before = twin[1]["packets"]
+                if original[0] != path and self._still_there(original[0], original[1], available):
+                    continue  # the original is still there and read on: the copy waits
+                copies[path] = {**original[1], "copy_of": original[0]}
+                before = original[1]["packets"]
+            elif copy_of_present(path, s, available) is not None:
+                continue  # another file holds these packets and more: it is read, this one waits
             else:
                 before = 0
             if limit_packets > before or limit_packets < before:  # grown, or cut short (truncated)
@@ -124,17 +124,31 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for _, path, s, packets in grown:
             # last_ns: the capture time of the last packet consumed (its session's end so far); not
             # known where availableNow stops short of the file's end
-            last_ns = (s.last_ns or 0) if packets == s.packets else None
-            entry = {"first_ns": s.first_ns or 0, "packets": packets, "last_ns": last_ns, "first_crc": s.first_crc}
+            whole = packets == s.packets
+            entry = {
+                "first_ns": s.first_ns or 0,
+                "packets": packets,
+                "last_ns": (s.last_ns or 0) if whole else None,
+                "first_crc": s.first_crc,
+                "crc": s.prefix_crc if whole else prefix_crc(path, packets),
+            }
             files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
         offset = {"files": dict(sorted(files.items())), "end_ns": end_ns}
-        still_gone = _newest({p: v for p, v in {**gone, **consumed}.items() if p not in files and v.get("first_crc")})
+        gone_now = {p: v for p, v in {**gone, **consumed}.items() if p not in files and v.get("crc") is not None}
+        still_gone = newest(gone_now)
         if still_gone:
             offset["gone"] = still_gone
         return offset
+
+    def _still_there(self, path: str, entry: dict, available: dict[str, CaptureSummary]) -> bool:
+        """Whether the file an offset's ``entry`` says was read is still at ``path`` (not another
+        file renamed to that name since, as logrotate does)."""
+        s = available.get(path) or (self._summary(path) if os.path.exists(path) else None)
+        read = identity(entry["first_ns"], entry.get("first_crc"))
+        return s is not None and identity(s.first_ns, s.first_crc) == read
 
     def _admit(self, grown: list, limit) -> list:
         if isinstance(limit, ReadAllAvailable) or limit is None:
@@ -155,8 +169,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- micro-batches ----------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict):
-        after = end["files"]
-        before = _with_copies(start["files"], start.get("gone", {}), after)
+        after = present(end["files"], self._available())  # (a file gzipped since it was planned)
+        before = with_copies(start["files"], start.get("gone", {}), after)
         summaries = [
             self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
             for p in after
@@ -200,7 +214,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             size = sum(s.size for s in files)
             count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
             earlier = tuple((s.path, _packets(after, s)) for s in chain[:tail_from])
-            parts += [CapturePartition(paths, i, count, limits, emit, earlier=earlier) for i in range(count)]
+            read_of = {p: (after[p]["first_ns"], after[p].get("first_crc"), after[p].get("crc")) for p in paths}
+            parts += [
+                CapturePartition(paths, i, count, limits, emit, earlier=earlier, read_of=read_of) for i in range(count)
+            ]
         return parts
 
     def _tail_start(self, chain: list[CaptureSummary], first_new: int, was_ns: int | None) -> int:
@@ -277,43 +294,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 return None
         key = (path, st.st_size, st.st_mtime_ns)
         if key not in self._summaries:
-            self._summaries[key] = summarize(path)
+            self._summaries[key] = summarize(path, digest=True)
         return self._summaries[key]
-
-
-def _identity(s: CaptureSummary) -> tuple[int, int] | None:
-    """What tells a file read before under another name: its first packet's time and bytes."""
-    return None if s.first_crc is None else (s.first_ns or 0, s.first_crc)
-
-
-def _by_identity(files: dict) -> dict:
-    """An offset's files (path -> entry) by identity; the entry with the most consumed wins."""
-    out: dict = {}
-    for path, entry in files.items():
-        if entry.get("first_crc") is not None:
-            key = (entry["first_ns"], entry["first_crc"])
-            if key not in out or out[key][1]["packets"] < entry["packets"]:
-                out[key] = (path, entry)
-    return out
-
-
-def _newest(gone: dict) -> dict:
-    """The ``GONE_KEPT`` entries of gone files with the latest first packets, in path order."""
-    kept = sorted(gone.items(), key=lambda item: (item[1]["first_ns"], item[0]))[-GONE_KEPT:]
-    return dict(sorted(kept))
-
-
-def _with_copies(before: dict, gone: dict, after: dict) -> dict:
-    """``before`` (an offset's files) with what it had consumed of each file that ``after``
-    takes for a copy of one it had read (``copy_of``): the copy's packets up to there are read."""
-    out = dict(before)
-    for path, entry in after.items():
-        source = entry.get("copy_of")
-        if source is not None and path not in before:
-            was = before.get(source) or gone.get(source)
-            if was is not None:
-                out[path] = {k: v for k, v in was.items() if k != "copy_of"}
-    return out
 
 
 def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:
