@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from .codec.decoder import Decoder
 from .codec.errors import DecodeError
+from .codec.prefix import request_prefix, response_prefix
 from .framing.decoding import UndecodableBody
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.api_keys import API_VERSIONS
@@ -131,3 +132,9 @@ class CodecBodies:
             )
         except DecodeError as e:
             raise UndecodableBody(str(e)) from e
+
+    def request_prefix(self, payload: bytes) -> dict | None:
+        return request_prefix(self.decoder, payload)
+
+    def response_prefix(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
+        return response_prefix(self.decoder, payload, api_key, api_version)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 from construct import Construct
 
 from . import runtime
-from .errors import WireError
+from .errors import UNREAD, WireError
 
 _IMPORT = (
     "from kafka_protocol_source.codec.runtime import *\n"
@@ -160,6 +160,9 @@ class Array(KafkaConstruct):
                 items.append(self.element._parse(stream, context, path))
             except WireError as e:
                 e.within(f"[{i}]")
+                if e.partial is not UNREAD:
+                    items.append(e.partial)
+                e.partial = items
                 raise
         return items
 
@@ -262,10 +265,17 @@ class Struct(KafkaConstruct):
                 result[name] = sub._parse(stream, result, path)
             except WireError as e:
                 e.within(name)
+                if e.partial is not UNREAD:
+                    result[name] = e.partial
+                e.partial = result
                 raise
         if self.flexible:
             known = {tag: (name, self._tagged_reader(sub, result, path)) for tag, name, sub, _ in self.tagged}
-            runtime.read_tag_section(stream, result, known, self.defaults)
+            try:
+                runtime.read_tag_section(stream, result, known, self.defaults)
+            except WireError as e:
+                e.partial = result
+                raise
         return result
 
     @staticmethod

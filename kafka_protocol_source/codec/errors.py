@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+UNREAD = object()  # ``WireError.partial`` of a value nothing of which was read
+
 
 class WireError(ValueError):
     def __init__(self, reason: str, offset: int):
@@ -16,6 +18,9 @@ class WireError(ValueError):
         self.reason = reason
         self.offset = offset
         self.path: list[str] = []
+        # What the structs and arrays being read held when it was raised (the interpreted parser
+        # sets it while unwinding): a frame the capture cut is read up to the cut (``Decoder.prefix``).
+        self.partial: object = UNREAD
 
     def within(self, step: str) -> WireError:
         """Prepend one step (a field name or ``[i]``) of the path while unwinding."""

@@ -36,6 +36,14 @@ class BodyDecoder(Protocol):
 
     def decode_response(self, payload: bytes, api_key: int, api_version: int, request: dict | None) -> dict: ...
 
+    def request_prefix(self, payload: bytes) -> dict | None:
+        """A request frame the capture cut short (the bytes present, after the size), read up
+        to the cut: ``decode_request``'s result with a body of the fields before it, and
+        ``cut_at`` (the field it went through); None where it does not read."""
+
+    def response_prefix(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
+        """``request_prefix`` of a response of ``api_key`` at ``api_version``."""
+
     def exact_response_bodies(self, payload: bytes, pairs: Iterable[tuple[int, int]]) -> dict[tuple[int, int], dict]:
         """(api key, version) -> body, of the pairs that read ``payload`` whole and by the spec."""
 

@@ -350,14 +350,25 @@ class Pairer:
         if is_request:
             header = self._header(part.payload, part.claimed_size) if part.claimed_size is not None else None
             if header is not None:
-                self._wait(Pending(part, header, None, GAP, missing))
+                decoded = self.ctx.decoder.request_prefix(part.payload)
+                self._wait(Pending(part, header, decoded, GAP, _read_up_to(missing, decoded, "request")))
             else:
                 self._emit(GAP, part, None, error=missing, raw_request=part.payload)
             return
         correlation_id = _CORRELATION.unpack_from(part.payload)[0] if len(part.payload) >= 4 else None
         pending = self.pending.pop(correlation_id, None) if correlation_id is not None else None
         if pending is not None:
-            self._emit_pending(pending, GAP, missing, response_frame=part, raw_response=part.payload)
+            header = pending.header
+            response = self.ctx.decoder.response_prefix(part.payload, header.api_key, header.api_version)
+            error = pending.error if pending.status == GAP and pending.error else None
+            self._emit_pending(
+                pending,
+                GAP,
+                "; ".join(filter(None, (error, _read_up_to(missing, response, "response")))),
+                response_frame=part,
+                response=response,
+                raw_response=part.payload,
+            )
         else:
             self._emit(
                 GAP,
@@ -453,6 +464,13 @@ class Pairer:
             if packet is not None and packet > at:
                 at = packet
         return at
+
+
+def _read_up_to(missing: str, decoded: dict | None, side: str) -> str:
+    """What a cut frame's row says: what is missing, and how far its body was read."""
+    if decoded is None:
+        return missing
+    return f"{missing}; the {side} holds its fields up to the cut, in {decoded['cut_at']}"
 
 
 def _unknown(ctx, header: RequestHeader) -> str:

@@ -117,7 +117,11 @@ class LagBuilder:
             if hwm is not None and fetch_offset is not None and hwm >= 0 and fetch_offset >= 0
             else None,
             # a batch cut short at the response's size limit is not returned: the consumer fetches it again
-            records=sum(len(b.get("records") or ()) for b in p.get("records") or () if not b.get("truncated")),
+            records=(  # (null where the capture cut the response before its records)
+                sum(len(b.get("records") or ()) for b in p.get("records") or () if not b.get("truncated"))
+                if "records" in p
+                else None
+            ),
             error_code=code,
             error_name=reported_error(code),
         )

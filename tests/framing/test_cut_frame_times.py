@@ -86,3 +86,40 @@ def test_a_frame_missing_a_packet_has_a_latency_only_if_its_last_packet_is_there
         assert row.latency_ms == pytest.approx(victim.latency_ms + 0.002)  # its last piece, 2 us later
     else:
         assert row.latency_ms is None and row.response_time == victim.response_time  # (its start)
+
+
+def _prefix_of(part, whole) -> bool:
+    """Whether ``part`` holds only what ``whole`` holds, where ``whole`` has it: each value equal,
+    each struct some of its fields, each array its first elements (the whole body also has what
+    is decoded from bytes fields, which a cut body leaves undecoded)."""
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and _prefix_of(v, whole[k]) for k, v in part.items())
+    if isinstance(part, list):
+        return isinstance(whole, list) and len(part) <= len(whole) and all(map(_prefix_of, part, whole))
+    return part == whole
+
+
+@pytest.mark.skipif(shutil.which("editcap") is None, reason="editcap (wireshark tools) not installed")
+@pytest.mark.parametrize("snaplen", [96, 200])
+@pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
+def test_frames_the_snaplen_cut_hold_their_fields_up_to_the_cut(s, snaplen, tmp_path):
+    """The bytes before a cut are the frame's own: its body read up to there holds the fields
+    the whole capture's body has, equal, and nothing else (a Produce's topic and partition,
+    the error codes of an answer cut after them)."""
+    cut = tmp_path / f"s{snaplen}.pcap"
+    subprocess.run(["editcap", "-F", "nsecpcap", "-s", str(snaplen), str(s.path), str(cut)], check=True)
+    options = {"ports": [s.broker_port]}
+    whole = _by_exchange(read_capture(s.path, **options))
+    bodies = 0
+    for key, row in _by_exchange(read_capture(cut, **options)).items():
+        was = whole.get(key)
+        if was is None or row.status != "gap":
+            continue
+        for part, full in ((row.request, was.request), (row.response, was.response)):
+            if part is not None:
+                assert _prefix_of(part, full), (key, part, full)
+                bodies += bool(part)
+        if row.request is not None and was.status == "ok":
+            assert "holds its fields up to the cut" in row.error or row.request == was.request
+    if snaplen == 200:
+        assert bodies, "some cut frame is read up to its cut"

@@ -153,7 +153,10 @@ def test_file_truncated_inside_the_last_packet_cuts_the_frame_it_carries(tmp_pat
     out = read(tmp_path, pb.pcap(packets(c.segments), nanos=True)[:-20])
     assert summary(out)[:2] == [("ok", "Metadata", 1), ("gap", "Metadata", 2)]
     cut = out[1]
-    assert cut.request is not None and cut.response is None and "cut short" in cut.error
+    assert cut.request is not None and "cut short" in cut.error
+    # the response read up to the cut: its brokers, not the topics the lost bytes held
+    assert cut.response == {"brokers": [{"node_id": 1, "host": "localhost", "port": 9092, "rack": None}]}
+    assert "the response holds its fields up to the cut" in cut.error
     assert cut.response_size == len(sized(metadata_v1_response(2)))
     assert len(cut.raw_response) < cut.response_size - 4
     assert out[2].status == "capture_error" and "truncated_file" in out[2].error
@@ -170,7 +173,8 @@ def test_snaplen_cut_inside_a_frame_gives_a_gap_row_and_later_frames_decode(tmp_
     pk[4] = (ns, frame[:-10], len(frame))  # the middle piece lost its last 10 bytes to the snaplen
     out = read(tmp_path, pb.pcap(pk, snaplen=len(frame) - 10))
     assert summary(out)[0] == ("gap", "Metadata", 1)
-    assert "snaplen" in out[0].error and out[0].request is not None and out[0].response is None
+    assert "snaplen" in out[0].error and out[0].request is not None
+    assert out[0].response == {"brokers": [{"node_id": 1, "host": "localhost"}]}  # read up to the cut
     assert all(e.status == "gap" for e in out[1:-1])  # the rest of the cut frame, skipped
     assert summary(out)[-1] == ("ok", "Metadata", 2)
     assert not any(e.status == "capture_error" for e in out)  # shown as the gap, not twice
@@ -188,7 +192,7 @@ def test_snaplen_cut_in_a_request_keeps_its_header_and_pairs_the_response(tmp_pa
     out = read(tmp_path, pb.pcap(pk, snaplen=120))
     assert summary(out) == [("gap", "Metadata", 1), ("ok", "Metadata", 2)]
     cut = out[0]  # its header is read from the bytes present; the body cannot be
-    assert cut.api_version == 1 and cut.request is None and len(cut.raw_request) == 120 - 14 - 20 - 20 - 4
+    assert cut.api_version == 1 and cut.request == {"topics": [{}]} and len(cut.raw_request) == 120 - 14 - 20 - 20 - 4
     assert cut.response is not None and cut.response_size == len(sized(metadata_v1_response(1, ("x" * 200,))))
 
 
@@ -254,7 +258,7 @@ def test_rst_in_the_middle_of_a_response(tmp_path):
     assert summary(first) == [("ok", "Metadata", 1), ("gap", "Metadata", 2)]
     assert summary(second) == [("ok", "Metadata", 1)]
     cut = first[1]
-    assert cut.request is not None and cut.response is None and "cut short" in cut.error
+    assert cut.request is not None and cut.response == {"brokers": [{"node_id": 1}]} and "cut short" in cut.error
     assert cut.raw_response == sized(metadata_v1_response(2))[4:20]
 
 

@@ -226,3 +226,25 @@ def test_a_fetch_response_whose_request_was_not_captured_gives_its_offsets_and_n
     # (the Metadata that names its topic is before the cut too)
     keys = ("topic_id", "partition", "high_watermark", "last_stable_offset", "log_start_offset", "records")
     assert [tuple(r[k] for k in keys) for r in late] == [tuple(r[k] for k in keys) for r in expected]
+
+
+def test_fetches_the_snaplen_cut_give_the_high_watermarks_before_the_cut(tmp_path):
+    """tcpdump -s 200: each Fetch response is cut in its first partition's records. Its high
+    watermarks and offsets were there and read as the whole capture reads them; the records
+    were not, and are null, not 0."""
+    import shutil
+    import subprocess
+
+    if shutil.which("editcap") is None:
+        pytest.skip("editcap (wireshark tools) not installed")
+    s = sample("tansu_confluent_kafka_all_codecs")
+    cut = tmp_path / "s200.pcap"
+    subprocess.run(["editcap", "-F", "nsecpcap", "-s", "200", str(s.path), str(cut)], check=True)
+    keys = ("connection_id", "request_time", "topic", "partition", "fetch_offset", "high_watermark", "lag")
+    whole = {tuple(r[k] for k in keys): r for r in lag_rows(read_capture(s.path, ports=[s.broker_port]))}
+    rows = list(lag_rows(read_capture(cut, ports=[s.broker_port])))
+    assert rows and all(tuple(r[k] for k in keys) in whole for r in rows)
+    assert len(rows) == len(whole)
+    assert [r["records"] for r in rows if r["records"] is None] and all(
+        r["records"] == whole[tuple(r[k] for k in keys)]["records"] for r in rows if r["records"] is not None
+    )

@@ -1,0 +1,85 @@
+"""The fields of a frame the capture cut short, up to the cut.
+
+A small snaplen (``tcpdump -s 128``) cuts every frame longer than a packet's first bytes, and a
+lost packet cuts the frame it belonged to. The bytes before the cut are the frame's own: its
+header, and the body's fields in wire order up to where the bytes end. Read with the
+interpreted parsers, which hand over what they had read when the bytes ran out
+(``WireError.partial``), they give a body that holds every field before the cut: a Produce's
+topics and partitions, a response's error codes. A field the cut went through is left out (an
+array keeps the elements before it, and what was read of the one it cut); the record batches
+read whole are decoded, embedded bytes (a group member's metadata) are not.
+
+Owns only that reading. A frame whose bytes do not read as its spec says before the cut gives
+nothing (it stays raw). Does not own whole frames (``decoder``).
+"""
+
+from __future__ import annotations
+
+import struct
+from io import BytesIO
+
+from ..spec.headers import request_header_version, response_header_version
+from .errors import Truncated
+
+_API_KEY_VERSION = struct.Struct(">hh")
+
+
+def request_prefix(decoder, payload: bytes) -> dict | None:
+    """A request frame cut short (``payload``: the bytes present, after the size) as the decoder
+    gives a whole one (api, version, correlation id, client id, body), with ``cut_at``: the
+    field the cut went through. None where its header is not all there or it does not read."""
+    if len(payload) < 4:
+        return None
+    api_key, version = _API_KEY_VERSION.unpack_from(payload)
+    message = decoder.registry.request(api_key)
+    if message is None or version not in message.valid_versions:
+        return None
+    io = BytesIO(payload)
+    header = _whole(decoder, io, "RequestHeader", request_header_version(message, version))
+    if header is None:
+        return None
+    request = {
+        "api_key": api_key,
+        "api_name": message.api_name,
+        "api_version": version,
+        "correlation_id": header["correlation_id"],
+        "client_id": header.get("client_id"),
+    }
+    return _with_body(decoder, io, message.name, version, request)
+
+
+def response_prefix(decoder, payload: bytes, api_key: int, api_version: int) -> dict | None:
+    """``request_prefix`` of a response of ``api_key`` at ``api_version`` (its request's)."""
+    message = decoder.registry.response(api_key)
+    if message is None or api_version not in message.valid_versions:
+        return None
+    io = BytesIO(payload)
+    header = _whole(decoder, io, "ResponseHeader", response_header_version(message, api_version))
+    if header is None:
+        return None
+    response = {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
+    return _with_body(decoder, io, message.name, api_version, response)
+
+
+def _whole(decoder, io: BytesIO, name: str, version: int) -> dict | None:
+    try:
+        return decoder.parsers.get(name, version).interpreted._parse(io, None, "")
+    except Exception:  # noqa: BLE001 - whatever stops a read of a cut frame, it stays raw
+        return None
+
+
+def _with_body(decoder, io: BytesIO, name: str, version: int, result: dict) -> dict | None:
+    try:
+        body = decoder.parsers.get(name, version).interpreted._parse(io, None, "")
+        cut_at = None  # (it reads whole: the cut was in bytes the spec does not have)
+    except Truncated as e:
+        body = e.partial if isinstance(e.partial, dict) else {}
+        cut_at = e.dotted_path or "the body's start"
+    except Exception:  # noqa: BLE001 - whatever stops a read of a cut frame, it stays raw
+        return None
+    result = {**result, "body": body, "cut_at": cut_at}
+    try:
+        decoder.records_of(result, name, version)  # (the record batches read whole: a cut one is no field)
+    except Exception:  # noqa: BLE001
+        return None
+    return result
