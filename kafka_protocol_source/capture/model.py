@@ -31,6 +31,12 @@ class CaptureError(Exception):
     """
 
 
+# A session of several files is read as one capture: a packet's index there is its file's number
+# shifted by FILE_SHIFT, plus its index in its file.
+FILE_SHIFT = 40
+FILE_MASK = (1 << FILE_SHIFT) - 1
+
+
 class TcpSegment(NamedTuple):
     """One TCP segment as seen on the wire (a named tuple: made for every packet, and a tuple is
     built in one step where a frozen dataclass sets its fields one by one).

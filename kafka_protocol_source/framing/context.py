@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from ..capture.model import FILE_MASK, FILE_SHIFT  # (re-exported: the stages above read them here)
 from .decoding import BodyDecoder
 from .sniff import ApiVersionsTable
 from .splitter import DEFAULT_MAX_FRAME_SIZE
 
 DEFAULT_PORTS = frozenset({9092})
-FILE_SHIFT = 40
-FILE_MASK = (1 << FILE_SHIFT) - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # + timedelta: exact, and cheaper than fromtimestamp
 
 

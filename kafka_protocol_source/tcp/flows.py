@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..capture.model import ACK, FIN, RST, SYN, CaptureIssue, TcpSegment
+from ..capture.model import ACK, FILE_MASK, FILE_SHIFT, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamConflict, StreamGap, new_flow_event
 from .stream import REORDER_WINDOW, CutCopies, DirectionStream, offset_at
 
@@ -77,7 +77,21 @@ class _Table:
         # tick from which the first of them has waited long enough.
         self.closing: dict[tuple, _Connection] = {}
         self.expires_at = _NEVER
-        self.tick = 0  # segments read: the clock REORDER_WINDOW counts on
+        # The clock REORDER_WINDOW counts on: packets of the capture passed, over every file of a
+        # session (a file's own count is its packets' index in it: a split read that skips other
+        # connections' records, or a non-TCP packet, still counts them, as one whole read does).
+        self.tick = 0
+        self._passed: dict[int, int] = {}  # file number -> packets of it passed
+
+    def _tick(self, index: int) -> int:
+        """The clock at the packet of (session) ``index``."""
+        passed = self._passed
+        file, local = index >> FILE_SHIFT, (index & FILE_MASK) + 1
+        before = passed.get(file, 0)
+        if local > before:
+            passed[file] = local
+            self.tick += local - before
+        return self.tick
 
     def _open(self, four: tuple, seg: TcpSegment, out: list) -> _Connection:
         old = self.closed.pop(four, None)
@@ -125,7 +139,7 @@ class _Table:
         """The events one segment causes, in order (most segments: one chunk or none)."""
         out: list[StreamEvent] = []
         ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, payload, missing, index, _ = seg
-        self.tick = tick = self.tick + 1  # (windows count packets read: a session's indices jump)
+        tick = self._tick(index)
         if tick >= self.expires_at:
             self._close_expired(tick, out)
         src, dst = (src_ip, src_port), (dst_ip, dst_port)

@@ -289,3 +289,42 @@ def test_a_naming_read_that_raised_is_made_again_not_taken_up(monkeypatch):
     assert again is not first and again.get("b") == "two" and len(calls) == 2
     assert naming_pass.naming_read(paths, options, lambda ex: True, "key") is again  # taken up from here on
     naming_pass.forget()
+
+
+def test_a_segment_written_late_is_waited_for_alike_in_every_split(tmp_path):
+    """TCP reassembly waits a number of capture packets for a segment written late. Counted in
+    the packets a task read, the wait of a task that reads some connections only was longer than
+    one read's: the rows depended on splitSize (one task: a gap, more: ok)."""
+    s = SAMPLES / "mock_kafka_python_all_codecs.pcap"
+    port = _broker_port(s.read_bytes())
+    small = []
+    for g in segments_of(s):
+        for k in range(0, max(len(g.payload), 1), 40):
+            small.append(g._replace(seq=(g.seq + k) & 0xFFFFFFFF, payload=g.payload[k : k + 40]))
+    other = [  # the same traffic from another client host: other connections, in other slices
+        g._replace(
+            src_ip="127.0.0.2" if g.src_port != port else g.src_ip,
+            dst_ip="127.0.0.2" if g.dst_port != port else g.dst_ip,
+        )
+        for g in small
+    ]
+    i = next(
+        i
+        for i, g in enumerate(small)
+        if g.dst_port == port and len(g.payload) == 40 and all(small[i + d].dst_port == port for d in (1, 2))
+    )
+    late = small[i + 1]
+    end = (late.seq + len(late.payload)) & 0xFFFFFFFF
+    acked = next(
+        j for j in range(i + 2, len(small)) if small[j].src_port == port and (small[j].ack - end) & 0xFFFFFFFF < 1 << 31
+    )
+    answer = next(k for k in range(acked + 1, len(small)) if small[k].src_port == port)
+    order = small[: i + 1] + small[i + 2 : acked + 1] + other[:300] + small[acked + 1 : answer + 1] + [late]
+    order += small[answer + 1 :] + other[300:]
+    order = [g._replace(timestamp_ns=small[0].timestamp_ns + n * 1000) for n, g in enumerate(order)]
+    path = Cut(tuple(order)).write(tmp_path / "busy.pcap")
+    one = Counter(map(_placed, _read_split(plan_partitions([str(path)], 1 << 40, index=True))))
+    for count in (2, 4, 12):
+        parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
+        assert len(parts) > 1
+        assert Counter(map(_placed, _read_split(parts))) == one, count
