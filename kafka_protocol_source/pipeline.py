@@ -113,21 +113,22 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
     Of several files, those that are not captures (a stream dump, a file that is gone or is
     something else) are read on their own; the captures, as one."""
     paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
-    captures = []
+    others = set()
     for p in paths:
         try:
             detect_format(p)
         except CaptureError as not_a_capture:
+            others.add(p)
             if options.issues_here:
                 ctx = _context([p], options)
                 if is_dump(p, ctx):
                     yield from read_dump(p, ctx)
                 else:
                     yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
-            continue
-        captures.append(p)
-    if captures:
-        yield from _read_packets(captures, _context(captures, options), options, scope)
+    captures = [p for p in paths if p not in others]
+    if captures:  # (numbered as ``paths`` are: an emit rule or a caller may name them by number)
+        ctx = replace(_context(paths, options), capture_file=captures[0])
+        yield from _read_packets(paths, ctx, options, scope, frozenset(others))
 
 
 def _context(paths: list[str], options: CaptureOptions) -> CaptureContext:
@@ -175,16 +176,19 @@ def _within(segments, scope: ConnectionScope) -> Iterator:
 
 
 def _session_packets(
-    paths: list[str], contexts: dict, limits: Mapping[str, int], runs: Mapping[str, RecordRuns]
+    paths: list[str], contexts: dict, limits: Mapping[str, int], runs: Mapping[str, RecordRuns], skip: frozenset
 ) -> Iterator:
-    """The segments and issues of every file, in capture-time order (``in_time_order``: files that
-    overlap in time are one capture), with global packet indices (see ``locate``); keeps each
-    context's ``position`` at the packet being read."""
-    if len(paths) == 1:
-        items = _file_packets(0, paths[0], limits.get(paths[0]), runs.get(paths[0]))
+    """The segments and issues of every file but ``skip``, in capture-time order (``in_time_order``:
+    files that overlap in time are one capture), with global packet indices (see ``locate``);
+    keeps each context's ``position`` at the packet being read."""
+    files = [(n, path) for n, path in enumerate(paths) if path not in skip]
+    if len(files) == 1:
+        n, path = files[0]
+        items = _file_packets(n, path, limits.get(path), runs.get(path))
     else:
-        opens = (partial(_file_packets, n, path, limits.get(path), runs.get(path)) for n, path in enumerate(paths))
-        items = in_time_order([(first_packet_ns(path), opener) for path, opener in zip(paths, opens, strict=True)])
+        items = in_time_order(
+            [(first_packet_ns(p), partial(_file_packets, n, p, limits.get(p), runs.get(p))) for n, p in files]
+        )
     for item in items:
         for c in contexts.values():
             c.position = item.packet_index
@@ -213,14 +217,18 @@ def _file_packets(number: int, path: str, limit: int | None, runs: RecordRuns | 
 
 
 def _read_packets(
-    paths: list[str], ctx: CaptureContext, options: CaptureOptions, scope: ConnectionScope | None
+    paths: list[str],
+    ctx: CaptureContext,
+    options: CaptureOptions,
+    scope: ConnectionScope | None,
+    skip: frozenset = frozenset(),
 ) -> Iterator[Exchange]:
     connections: dict[ConnectionKey, Connection] = {}
     contexts: dict[frozenset[int] | None, CaptureContext] = {None: ctx}
     open_connection = partial(_open_connection, ctx, scope, contexts)
     out: list[Exchange] = []
     skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
-    segments = _session_packets(paths, contexts, options.packet_limits, options.record_runs)
+    segments = _session_packets(paths, contexts, options.packet_limits, options.record_runs, skip)
     if scope is not None:
         segments = _within(segments, scope)
     events = reassemble(segments, max_buffered_bytes=options.max_buffered_bytes)

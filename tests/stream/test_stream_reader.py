@@ -312,3 +312,34 @@ def test_a_file_moved_away_for_a_while_and_back_is_not_read_again(tmp_path):
             offset = _drive(reader, options, offset, rows)
     _finish(reader, options, offset, rows)
     assert _ok_rows_once(rows, whole)
+
+
+def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp_path):
+    """A micro-batch re-reads k-00 and k-01 before its new k-02, and retention deletes k-01
+    after the batch was planned. The files read were numbered without it, while the emit rule
+    names files by their planned numbers: k-02's rows were judged by k-01's counts and dropped."""
+    name = SAMPLES[0]
+    files, whole = rotated_pieces(tmp_path, name, "time", 4)
+    lost = {}
+    for when in ("between_triggers", "before_read"):
+        folder = tmp_path / when
+        folder.mkdir()
+        reader, options = _stream_reader(folder, name, quietTimeout="3600")
+        offset, rows = reader.initialOffset(), []
+        for f in files[:2]:
+            shutil.copy(f, folder / f.name)
+            offset = _drive(reader, options, offset, rows)
+        shutil.copy(files[2], folder / files[2].name)
+        if when == "between_triggers":
+            os.unlink(folder / files[1].name)
+        end = reader.latestOffset(offset, ReadAllAvailable())
+        parts = reader.partitions(offset, end)
+        if when == "before_read":
+            os.unlink(folder / files[1].name)
+        rows += [ex for p in parts for ex in PartitionReader(options, reader.schema)._rows(p)]
+        shutil.copy(files[3], folder / files[3].name)
+        _finish(reader, options, _drive(reader, options, end, rows), rows)
+        ok = Counter(exchange_key(r) for r in rows if r.status == "ok")
+        lost[when] = Counter({key: n for key, n in whole.items() if key[-1] == "ok"}) - ok
+    assert lost["before_read"] == lost["between_triggers"]
+    assert sum(lost["before_read"].values()) <= 2
