@@ -75,6 +75,24 @@ def summarize(path: str, digest: bool = False) -> CaptureSummary | None:
     )
 
 
+def first_identity(path: str, look: int = 1000) -> tuple[int, int] | None:
+    """``(first_ns, first_crc)`` as ``summarize`` gives them, from the first records only."""
+    first_crc = None
+    try:
+        with open_capture(path) as (read, fmt, head):
+            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+            for n, frame in enumerate(frames):
+                if n >= look or isinstance(frame, CaptureIssue):
+                    break
+                if first_crc is None:
+                    first_crc = zlib.crc32(frame[4])
+                if frame[2]:
+                    return frame[2], first_crc
+    except (CaptureError, OSError):
+        return None
+    return None
+
+
 def prefix_crc(path: str, packets: int) -> int | None:
     """A checksum of the bytes of a file's first ``packets`` packets, in order (None: it has not
     that many whole ones, or is no capture): two files with the same are the same packets."""

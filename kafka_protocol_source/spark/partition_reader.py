@@ -270,10 +270,10 @@ class PartitionReader:
 
 
 def _followed(partition: CapturePartition) -> CapturePartition:
-    """``partition`` with each file that is gone since it was planned read where it went."""
+    """``partition`` with each file that went elsewhere since it was planned read there."""
     moved = {}
     for path in partition.paths:
-        if not os.path.exists(path) and path in partition.read_of:
+        if path in partition.read_of:
             to = moved_to(path, partition.read_of[path], (partition.limits or {}).get(path, 0))
             if to is not None:
                 moved[path] = to

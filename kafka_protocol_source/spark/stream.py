@@ -169,7 +169,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- micro-batches ----------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict):
-        after = present(end["files"], self._available())  # (a file gzipped since it was planned)
+        after = present(end["files"], self._folder())  # (a file gzipped or rotated since it was planned)
         before = with_copies(start["files"], start.get("gone", {}), after)
         summaries = [
             self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
@@ -282,6 +282,14 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if s.packets:
                 out[path] = s
         return out
+
+    def _folder(self) -> dict[str, CaptureSummary]:
+        """Every capture in the folder now, whatever its age (where planned files went)."""
+        try:
+            files = expand(self.options.paths, self.options.recursive, self.options.glob_filter)
+        except FileNotFoundError:
+            return {}
+        return {path: s for path in files if (s := self._summary(path)) is not None and s.packets}
 
     def _quiet(self) -> bool:
         return time.time_ns() - self._changed_ns >= self.quiet_ns

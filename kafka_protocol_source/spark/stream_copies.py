@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..capture.summary import CaptureSummary, prefix_crc, summarize
+from ..capture.summary import CaptureSummary, first_identity, prefix_crc, summarize
 
 GONE_KEPT = 64  # gone files an offset remembers, so that a copy of one (renamed, gzipped) is not read again
 
@@ -71,36 +71,49 @@ def copy_of_present(path: str, s: CaptureSummary, available: Mapping[str, Captur
     return None
 
 
-def present(files: dict, available: Mapping[str, CaptureSummary]) -> dict:
-    """``files`` (an offset's) with each path that is gone now, or holds another file, replaced
-    by a file present that holds what it says was read (a copy made after the offset was
-    planned: ``copy_of``)."""
-    out = {}
+def present(files: dict, folder: Mapping[str, CaptureSummary]) -> dict:
+    """``files`` (an offset's) with each path that is gone now, or holds another file (logrotate
+    moved it on, copytruncate emptied it), replaced by the file of the ``folder`` that holds what
+    it says was read (``copy_of``): where a file planned to be read went since."""
+    out, claimed = {}, set()
+    moved = []
     for path, entry in files.items():
-        now = available.get(path)
-        moved = now is not None and identity(now.first_ns, now.first_crc) != identity(
-            entry["first_ns"], entry.get("first_crc")
-        )
-        if moved or not os.path.exists(path):
-            copy = next((p for p, s in sorted(available.items()) if p not in files and holds(p, s, entry)), None)
-            if copy is not None:
-                out[copy] = {**entry, "copy_of": path}
-                continue
-        out[path] = entry
+        now = folder.get(path)
+        if now is not None and identity(now.first_ns, now.first_crc) == _identity_of(entry):
+            out[path] = entry
+            claimed.add(path)
+        else:
+            moved.append((path, entry))
+    for path, entry in moved:
+        copy = next((p for p, s in sorted(folder.items()) if p not in claimed and holds(p, s, entry)), None)
+        if copy is None:
+            out[path] = entry
+        else:
+            out[copy] = {**entry, "copy_of": path}
+            claimed.add(copy)
     return out
+
+
+def _identity_of(entry: Mapping) -> tuple[int, int] | None:
+    return identity(entry["first_ns"], entry.get("first_crc"))
 
 
 def with_copies(before: dict, gone: Mapping, after: dict) -> dict:
     """``before`` (an offset's files) with what it had read of each file that ``after`` takes for
-    a copy of one it had read (``copy_of``): the copy's packets up to there are not read again."""
+    a copy of one it had read (``copy_of``), wherever ``before`` had it (a rotation can move a
+    file on twice between two offsets): the copy's packets up to there are not read again."""
     out = dict(before)
+    read: dict = {}  # identity -> the entry of the file read furthest
+    for entry in (*gone.values(), *before.values()):
+        key = _identity_of(entry)
+        if key is not None and (key not in read or read[key]["packets"] < entry["packets"]):
+            read[key] = entry
     for path, entry in after.items():
-        source = entry.get("copy_of")
         mine = before.get(path)
-        if source is None or (mine is not None and mine["first_ns"] == entry["first_ns"]):
+        if entry.get("copy_of") is None or (mine is not None and mine["first_ns"] == entry["first_ns"]):
             continue  # no copy, or one already read under this name
-        was = before.get(source) or gone.get(source)
-        if was is not None:
+        was = read.get(_identity_of(entry))
+        if was is not None and was["packets"] <= entry["packets"]:
             out[path] = {k: v for k, v in was.items() if k != "copy_of"}
     return out
 
@@ -112,13 +125,16 @@ def newest(gone: dict) -> dict:
 
 
 def moved_to(path: str, read: tuple[int, int | None, int | None], packets: int) -> str | None:
-    """Where the file planned to be read at ``path`` (gone now) went, if it was compressed or
-    renamed beside itself (``k.pcap.gz``, ``k.pcap.1``): a file of the same folder whose name
-    starts with its name, holding its first ``packets`` packets (``read``: its first packet's
-    time and checksum, and their checksum)."""
+    """Where the file planned to be read at ``path`` went, if it is gone or another file is
+    there now and it was compressed or renamed beside itself (``k.pcap.gz``, ``k.pcap.1``): a
+    file of the same folder whose name starts with its name, holding its first ``packets``
+    packets (``read``: its first packet's time and checksum, and their checksum). None: it is
+    still there, or nowhere to be found."""
     first_ns, first_crc, crc = read
     folder, name = os.path.split(path)
     if crc is None or first_crc is None:
+        return None
+    if os.path.exists(path) and first_identity(path) == (first_ns, first_crc):
         return None
     try:
         names = sorted(n for n in os.listdir(folder or ".") if n.startswith(name) and n != name)

@@ -9,6 +9,7 @@ import shutil
 import time
 from collections import Counter
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 from kafka_protocol_source import read_capture
@@ -343,3 +344,45 @@ def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp
         lost[when] = Counter({key: n for key, n in whole.items() if key[-1] == "ok"}) - ok
     assert lost["before_read"] == lost["between_triggers"]
     assert sum(lost["before_read"].values()) <= 2
+
+
+def _logrotate(folder, i: int, style: str) -> None:
+    if style == "copytruncate":  # copied aside, then emptied in place; the writer starts it again
+        for n in range(i - 1, 0, -1):
+            os.rename(folder / f"k.pcap.{n}", folder / f"k.pcap.{n + 1}")
+        shutil.copy(folder / "k.pcap", folder / "k.pcap.1")
+        os.truncate(folder / "k.pcap", 0)
+    elif style == "numbered":
+        for n in range(i - 1, 0, -1):
+            os.rename(folder / f"k.pcap.{n}", folder / f"k.pcap.{n + 1}")
+        os.rename(folder / "k.pcap", folder / "k.pcap.1")
+    else:
+        os.rename(folder / "k.pcap", folder / f"k.pcap-2026010{i}")
+
+
+@pytest.mark.parametrize("style", ["numbered", "dateext", "copytruncate"])
+@pytest.mark.parametrize("when", ["before_partitions", "before_read"])
+def test_logrotate_racing_a_micro_batch_reads_each_file_once(tmp_path, style, when):
+    """The rotation lands after latestOffset planned a micro-batch reading k.pcap: before
+    partitions() (as on every restart from a checkpoint logged then), or before the read. The
+    files the batch planned are read where they went, each packet once."""
+    name = SAMPLES[0]
+    files, whole = rotated_pieces(tmp_path, name, "time", 4)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    reader, options = _stream_reader(folder, name, quietTimeout="3600")
+    offset, rows = reader.initialOffset(), []
+    shutil.copy(files[0], folder / "k.pcap")
+    for i in range(1, len(files) + 1):
+        end = reader.latestOffset(offset, ReadAllAvailable())
+        if i < len(files) and when == "before_partitions":
+            _logrotate(folder, i, style)
+            (folder / "k.pcap").write_bytes(files[i].read_bytes())
+        parts = reader.partitions(offset, end)
+        if i < len(files) and when == "before_read":
+            _logrotate(folder, i, style)
+            (folder / "k.pcap").write_bytes(files[i].read_bytes())
+        rows += [ex for p in parts for ex in PartitionReader(options, reader.schema)._rows(p)]
+        offset = end
+    _finish(reader, options, offset, rows)
+    assert _ok_rows_once(rows, whole)
