@@ -134,7 +134,7 @@ class CodecBodies:
             raise UndecodableBody(str(e)) from e
 
     def request_prefix(self, payload: bytes) -> dict | None:
-        return request_prefix(self.decoder, payload)
+        return request_prefix(self.decoder, payload, self.max_decompressed_bytes)
 
     def response_prefix(self, payload: bytes, api_key: int, api_version: int) -> dict | None:
-        return response_prefix(self.decoder, payload, api_key, api_version)
+        return response_prefix(self.decoder, payload, api_key, api_version, self.max_decompressed_bytes)

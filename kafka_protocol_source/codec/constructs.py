@@ -160,7 +160,7 @@ class Array(KafkaConstruct):
                 items.append(self.element._parse(stream, context, path))
             except WireError as e:
                 e.within(f"[{i}]")
-                if e.partial is not UNREAD:
+                if e.partial is not UNREAD and e.partial != {}:  # (an element cut before its first field: none)
                     items.append(e.partial)
                 e.partial = items
                 raise

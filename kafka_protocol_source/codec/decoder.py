@@ -287,9 +287,9 @@ class Decoder:
         decode_embedded(self, result, "response", request=request, protocol_type=protocol_type)
         return result
 
-    def records_of(self, result: dict, name: str, version: int) -> None:
+    def records_of(self, result: dict, name: str, version: int, max_decompressed_bytes: int) -> None:
         """Decode the ``records`` fields of a body read in part (``prefix``): those it holds."""
-        self._records(result, name, version, DEFAULT_MAX_DECOMPRESSED_BYTES)
+        self._records(result, name, version, max_decompressed_bytes)
 
     def _records(self, result: dict, name: str, version: int, max_decompressed_bytes: int) -> None:
         """Decode the body's ``records`` fields, all within one decompression budget."""

@@ -24,7 +24,7 @@ from .errors import Truncated
 _API_KEY_VERSION = struct.Struct(">hh")
 
 
-def request_prefix(decoder, payload: bytes) -> dict | None:
+def request_prefix(decoder, payload: bytes, max_decompressed_bytes: int) -> dict | None:
     """A request frame cut short (``payload``: the bytes present, after the size) as the decoder
     gives a whole one (api, version, correlation id, client id, body), with ``cut_at``: the
     field the cut went through. None where its header is not all there or it does not read."""
@@ -45,10 +45,12 @@ def request_prefix(decoder, payload: bytes) -> dict | None:
         "correlation_id": header["correlation_id"],
         "client_id": header.get("client_id"),
     }
-    return _with_body(decoder, io, message.name, version, request)
+    return _with_body(decoder, io, message.name, version, request, max_decompressed_bytes)
 
 
-def response_prefix(decoder, payload: bytes, api_key: int, api_version: int) -> dict | None:
+def response_prefix(
+    decoder, payload: bytes, api_key: int, api_version: int, max_decompressed_bytes: int
+) -> dict | None:
     """``request_prefix`` of a response of ``api_key`` at ``api_version`` (its request's)."""
     message = decoder.registry.response(api_key)
     if message is None or api_version not in message.valid_versions:
@@ -58,7 +60,7 @@ def response_prefix(decoder, payload: bytes, api_key: int, api_version: int) -> 
     if header is None:
         return None
     response = {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
-    return _with_body(decoder, io, message.name, api_version, response)
+    return _with_body(decoder, io, message.name, api_version, response, max_decompressed_bytes)
 
 
 def _whole(decoder, io: BytesIO, name: str, version: int) -> dict | None:
@@ -68,18 +70,18 @@ def _whole(decoder, io: BytesIO, name: str, version: int) -> dict | None:
         return None
 
 
-def _with_body(decoder, io: BytesIO, name: str, version: int, result: dict) -> dict | None:
+def _with_body(decoder, io: BytesIO, name: str, version: int, result: dict, budget: int) -> dict | None:
     try:
         body = decoder.parsers.get(name, version).interpreted._parse(io, None, "")
         cut_at = None  # (it reads whole: the cut was in bytes the spec does not have)
     except Truncated as e:
         body = e.partial if isinstance(e.partial, dict) else {}
-        cut_at = e.dotted_path or "the body's start"
+        cut_at = e.dotted_path or ("the tag section at the body's end" if body else "the body's start")
     except Exception:  # noqa: BLE001 - whatever stops a read of a cut frame, it stays raw
         return None
     result = {**result, "body": body, "cut_at": cut_at}
     try:
-        decoder.records_of(result, name, version)  # (the record batches read whole: a cut one is no field)
+        decoder.records_of(result, name, version, budget)  # (the batches read whole: a cut one is no field)
     except Exception:  # noqa: BLE001
         return None
     return result

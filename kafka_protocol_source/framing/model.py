@@ -40,6 +40,15 @@ STATUSES = (
 # What PERMISSIVE keeps, DROPMALFORMED drops and FAILFAST fails on: frames or files that did not read.
 MALFORMED_STATUSES = frozenset({MALFORMED, GAP, CAPTURE_ERROR, INTERNAL_ERROR})
 
+# What a ``gap`` row's error says of a body the capture cut and that was read up to the cut.
+CUT_BODY = "the {side} holds its fields up to the cut"
+
+
+def body_cut(ex, side: str) -> bool:
+    """Whether ``ex``'s request (``side`` "request") or response holds only the fields before a
+    cut: a view must not take a field it lacks for one the peer did not send."""
+    return ex.status == GAP and ex.error is not None and CUT_BODY.format(side=side) in ex.error
+
 
 @dataclass(frozen=True, slots=True)
 class Frame:

@@ -32,6 +32,7 @@ from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes, stream_span
 from .model import (
+    CUT_BODY,
     GAP,
     MALFORMED,
     NO_RESPONSE,
@@ -470,7 +471,9 @@ def _read_up_to(missing: str, decoded: dict | None, side: str) -> str:
     """What a cut frame's row says: what is missing, and how far its body was read."""
     if decoded is None:
         return missing
-    return f"{missing}; the {side} holds its fields up to the cut, in {decoded['cut_at']}"
+    if decoded["cut_at"] is None:
+        return f"{missing}; the {side}'s body reads whole (the cut was in bytes after it)"
+    return f"{missing}; {CUT_BODY.format(side=side)}, in {decoded['cut_at']}"
 
 
 def _unknown(ctx, header: RequestHeader) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from ..framing.model import body_cut
 from ..spec.error_codes import reported_error
 from .topic_names import TopicNames
 
@@ -147,17 +148,20 @@ class Generation:
         self.commits += 1
         if req.get("member_id"):
             self.member(req["member_id"]).seen_in(ex)
-        failed = set()
+        failed: set[tuple] = set()
+        answered: set[tuple] = set()
         for topic in resp.get("topics") or ():
             for p in topic.get("partitions") or ():
-                if p.get("error_code"):
-                    failed.add((topic.get("name") or names.name(topic.get("topic_id")), p.get("partition_index")))
+                key = (topic.get("name") or names.name(topic.get("topic_id")), p.get("partition_index"))
+                (failed if p.get("error_code") or "error_code" not in p else answered).add(key)
+        cut = body_cut(ex, "response")  # (a partition the cut left out of the answer is not known committed)
         for topic in req.get("topics") or ():
             name = topic.get("name") or names.name(topic.get("topic_id"))
             for p in topic.get("partitions") or ():
                 key = (name, p.get("partition_index"))
-                if key not in failed and ex.response is not None:
-                    self.committed[key] = p.get("committed_offset")
+                if key not in failed and ex.response is not None and (not cut or key in answered):
+                    if "committed_offset" in p:
+                        self.committed[key] = p["committed_offset"]
 
     def sort_time(self) -> datetime:
         return self.rebalance_start or self.first_seen or _NEVER

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from ..codec.decoder import decoder_for
 from ..codec.embedded import decode_versioned
 from ..codec.errors import DecodeError
+from ..framing.model import body_cut
 from ..spec.error_codes import error_name
 from .group_epochs import CONSUMER_GROUP_HEARTBEAT, EpochTracker
 from .group_model import GROUP_COLUMNS, Generation, Member, by_time, named_partitions
@@ -215,6 +216,8 @@ class _Classic:
         return self._generation(group, generation_id, None, ex)
 
     def _heartbeat(self, ex, group, req, resp) -> None:
+        if "generation_id" not in req:
+            return  # (cut by the capture before it: whose generation is not known)
         generation = self._known(group, req.get("generation_id"), ex)
         if generation is None:
             return
@@ -244,6 +247,8 @@ class _Classic:
         generation.end("member_left", ex.request_time, leaving[0] if leaving else None)
 
     def _commit(self, ex, group, req, resp) -> None:
+        if "generation_id_or_member_epoch" not in req and "generation_id" not in req and body_cut(ex, "request"):
+            return  # (cut by the capture before it: whose generation is not known)
         generation_id = req.get("generation_id_or_member_epoch", req.get("generation_id"))
         generation = self._known(group, generation_id, ex)
         if generation is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ..framing.model import body_cut
 from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID, AwaitingNames, TopicNames
 
@@ -76,10 +77,13 @@ class LagBuilder:
         self.names.learn(ex)
         if ex.api_key != FETCH or not ex.response:
             return
+        # A request not captured, or cut by the capture, says nothing of what it did not hold: no
+        # partition is filled from the session, and the session is not told of it.
+        whole = ex.request is not None and not body_cut(ex, "request")
         req, resp = ex.request or {}, ex.response
-        asked = self._asked(ex, req, resp) if ex.request else {}  # (not captured: nothing it asked is known)
+        asked = self._asked(ex, req, resp) if whole else {}
         replica_id = req.get("replica_id")
-        if replica_id is None and ex.request:
+        if replica_id is None and whole:
             replica_id = (req.get("replica_state") or {}).get("replica_id", -1)
         base = {
             "capture_file": ex.capture_file,
@@ -93,11 +97,13 @@ class LagBuilder:
             "replica_id": replica_id,
             "isolation_level": req.get("isolation_level"),
             "session_id": resp.get("session_id"),
-            "incremental": _incremental(req) if ex.request else None,
+            "incremental": _incremental(req) if whole else None,
         }
         for topic in resp.get("responses") or ():
             key = _topic_key(topic)
             for p in topic.get("partitions") or ():
+                if "partition_index" not in p:
+                    continue  # (the capture cut the response at this partition: nothing of it read)
                 yield from self._row(base, key, p, asked.get((key, p.get("partition_index"))))
 
     def _row(self, base: dict, key: tuple, p: dict, fetch_offset: int | None) -> Iterator[dict]:

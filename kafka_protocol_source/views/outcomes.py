@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..framing.model import body_cut
 from ..spec.error_codes import error_name
 from ..spec.field_paths import FieldPaths, field_paths
 from ..spec.ir import Field
@@ -49,8 +50,12 @@ def exchange_error_codes(ex, response_codes: ResponseErrorCodes | None = None) -
     if not ex.response:
         return None
     if response_codes is None:
-        return error_codes(ex.response)
-    return response_codes.codes(ex.api_key, ex.api_version, ex.response)
+        codes = error_codes(ex.response)
+    else:
+        codes = response_codes.codes(ex.api_key, ex.api_version, ex.response)
+    if not codes and body_cut(ex, "response"):
+        return None  # (none in the part the capture kept: not known to be none)
+    return codes
 
 
 def error_names(codes) -> list[str]:

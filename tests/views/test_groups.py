@@ -344,3 +344,35 @@ def test_a_step_whose_answer_was_not_read_says_why_not_that_it_succeeded(status)
     assert [s["error"] for s in first["rebalance_steps"]] == [None, None] and first["rebalance_errors"] == []
     assert [(s["member_id"], s["error"]) for s in second["rebalance_steps"]] == [("b-1", status)]
     assert second["rebalance_errors"] == [status] and second["generation_id"] is None
+
+
+def test_a_commit_whose_answer_the_capture_cut_is_committed_only_where_the_answer_says_so(tmp_path):
+    """OffsetCommit of three partitions, refused (ILLEGAL_GENERATION) for each; the answer's last
+    packet is lost after partition 0. Partitions 1 and 2 were taken as committed."""
+    import struct
+
+    from kafka_protocol_source import read_capture
+    from tests.framing.kafkaflow import Conversation, string
+
+    req = (
+        struct.pack(">hhi", 8, 2, 1) + string("app") + string("g") + struct.pack(">i", 7) + string("m-1")
+        + struct.pack(">q", -1) + struct.pack(">i", 1) + string("t") + struct.pack(">i", 3)
+        + b"".join(struct.pack(">iq", p, 500) + string("") for p in range(3))
+    )  # fmt: skip
+    resp = struct.pack(">ii", 1, 1) + string("t") + struct.pack(">i", 3)
+    resp += b"".join(struct.pack(">ih", p, 22) for p in range(3))
+    committed = {}
+    for cut in (False, True):
+        c = Conversation()
+        c.request(req)
+        data = struct.pack(">i", len(resp)) + resp
+        at = 4 + 4 + 4 + 3 + 4 + 6 + 2
+        c.send(c.broker, data[:at])
+        c.send(c.broker, data[at:])
+        path = tmp_path / f"cut{cut}.pcap"
+        path.write_bytes(c.pcap(drop=(len(c.segments) - 1,) if cut else ()))
+        exchanges = list(read_capture(path))
+        assert exchanges[0].status == ("gap" if cut else "ok")
+        [row] = group_rows(exchanges)
+        committed[cut] = row["committed"]
+    assert committed == {False: [], True: []}

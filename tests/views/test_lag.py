@@ -248,3 +248,46 @@ def test_fetches_the_snaplen_cut_give_the_high_watermarks_before_the_cut(tmp_pat
     assert [r["records"] for r in rows if r["records"] is None] and all(
         r["records"] == whole[tuple(r[k] for k in keys)]["records"] for r in rows if r["records"] is not None
     )
+
+
+def _fetch_v11_request(corr: int, session: int, epoch: int, offset: int, partitions=range(6)) -> bytes:
+    import struct
+
+    from tests.framing.kafkaflow import string
+
+    parts = b"".join(struct.pack(">iiqqi", p, -1, offset, -1, 1 << 20) for p in partitions)
+    topics = struct.pack(">i", 1) + string("t") + struct.pack(">i", len(partitions)) + parts
+    body = struct.pack(">iiiibii", -1, 500, 1, 1 << 20, 0, session, epoch) + topics + struct.pack(">i", 0) + string("")
+    return struct.pack(">hhi", 1, 11, corr) + string("app") + body
+
+
+def _fetch_v11_response(corr: int, session: int, hwm: int, partitions=range(6)) -> bytes:
+    import struct
+
+    from tests.framing.kafkaflow import string
+
+    parts = b"".join(struct.pack(">ihqqqiii", p, 0, hwm, hwm, 0, -1, -1, -1) for p in partitions)
+    topics = struct.pack(">i", 1) + string("t") + struct.pack(">i", len(partitions)) + parts
+    return struct.pack(">i", corr) + struct.pack(">ihi", 0, 0, session) + topics
+
+
+def test_an_incremental_fetch_the_capture_cut_takes_no_offset_from_its_session(tmp_path):
+    """A full fetch opens session 77 at offset 0; the next, incremental, asks for offset 90, and
+    its second half is lost. The partitions the cut left out of it are not the session's old
+    offsets (lag 100 where the consumer was 10 behind): they are not known."""
+    from tests.framing.kafkaflow import Conversation
+
+    c = Conversation()
+    c.request(_fetch_v11_request(1, 0, 0, 0))
+    c.response(_fetch_v11_response(1, 77, 100))
+    first = len(c.segments)
+    c.request(_fetch_v11_request(2, 77, 1, 90), pieces=2)
+    c.response(_fetch_v11_response(2, 77, 100))
+    path = tmp_path / "incremental.pcap"
+    path.write_bytes(c.pcap(drop=(first + 1,)))
+    rows = list(read_capture(path))
+    assert rows[1].status == "gap" and rows[1].request["topics"][0]["partitions"]
+    second = [r for r in lag_rows(rows) if r["request_time"] == rows[1].request_time]
+    assert len(second) == 6
+    assert all((r["fetch_offset"], r["lag"]) == (None, None) for r in second)
+    assert {r["incremental"] for r in second} == {None}  # (the request is not whole: not said)
