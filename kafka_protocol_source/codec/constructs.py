@@ -19,7 +19,7 @@ from typing import BinaryIO
 from construct import Construct
 
 from . import runtime
-from .errors import UNREAD, WireError
+from .errors import UNREAD, Truncated, WireError
 
 _IMPORT = (
     "from kafka_protocol_source.codec.runtime import *\n"
@@ -154,8 +154,14 @@ class Array(KafkaConstruct):
         count = self.read_count(stream)
         if count is None:
             return None
-        items = []
+        items: list = []
+        cut = runtime.PREFIX.reading  # (a count unchecked: the bytes end the elements, each one byte at least)
         for i in range(count):
+            if cut and not runtime.remaining(stream):
+                e = Truncated(f"array: {i} of {count} elements before the cut", stream.tell())
+                e.within(f"[{i}]")
+                e.partial = items
+                raise e
             try:
                 items.append(self.element._parse(stream, context, path))
             except WireError as e:

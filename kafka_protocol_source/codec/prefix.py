@@ -20,6 +20,7 @@ from io import BytesIO
 
 from ..spec.headers import request_header_version, response_header_version
 from .errors import Truncated
+from .runtime import PREFIX
 
 _API_KEY_VERSION = struct.Struct(">hh")
 
@@ -71,6 +72,7 @@ def _whole(decoder, io: BytesIO, name: str, version: int) -> dict | None:
 
 
 def _with_body(decoder, io: BytesIO, name: str, version: int, result: dict, budget: int) -> dict | None:
+    PREFIX.reading = True  # (a long array is read while bytes last, not refused by its count)
     try:
         body = decoder.parsers.get(name, version).interpreted._parse(io, None, "")
         cut_at = None  # (it reads whole: the cut was in bytes the spec does not have)
@@ -79,6 +81,8 @@ def _with_body(decoder, io: BytesIO, name: str, version: int, result: dict, budg
         cut_at = e.dotted_path or ("the tag section at the body's end" if body else "the body's start")
     except Exception:  # noqa: BLE001 - whatever stops a read of a cut frame, it stays raw
         return None
+    finally:
+        PREFIX.reading = False
     result = {**result, "body": body, "cut_at": cut_at}
     try:
         decoder.records_of(result, name, version, budget)  # (the batches read whole: a cut one is no field)

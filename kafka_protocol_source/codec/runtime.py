@@ -13,9 +13,18 @@ before a single element is built.
 from __future__ import annotations
 
 import struct
+import threading
 
 from .errors import Truncated, WireError
 
+
+class _Prefix(threading.local):
+    """Set while a frame the capture cut is read up to the cut (``codec.prefix``), per thread."""
+
+    reading = False
+
+
+PREFIX = _Prefix()
 _I8 = struct.Struct(">b").unpack
 _I16 = struct.Struct(">h").unpack
 _I32 = struct.Struct(">i").unpack
@@ -195,8 +204,9 @@ def _checked_count(io, n: int, start: int, nullable: bool, min_element_size: int
         if nullable and n == -1:
             return None
         raise WireError(f"array: {'null' if n == -1 else f'negative count {n}'} where not nullable", start)
-    # Every element takes at least one byte, so a count beyond the bytes left is a lie.
-    if n > 32 and n * max(min_element_size, 1) > remaining(io):
+    # Every element takes at least one byte, so a count beyond the bytes left is a lie; not so in
+    # a frame the capture cut, whose elements are read while bytes last (``PREFIX``).
+    if n > 32 and n * max(min_element_size, 1) > remaining(io) and not PREFIX.reading:
         io.seek(start)
         raise Truncated(f"array: claimed {n} elements but only {remaining(io)} bytes left", start)
     return n

@@ -291,3 +291,25 @@ def test_an_incremental_fetch_the_capture_cut_takes_no_offset_from_its_session(t
     assert len(second) == 6
     assert all((r["fetch_offset"], r["lag"]) == (None, None) for r in second)
     assert {r["incremental"] for r in second} == {None}  # (the request is not whole: not said)
+
+
+def test_a_cut_fetch_of_many_partitions_gives_the_partitions_before_the_cut(tmp_path):
+    """An array of more than 32 elements is refused whole when its count claims more than the
+    bytes left: right for a whole frame, but a cut one had none of its partitions read."""
+    import struct
+
+    from tests.framing.kafkaflow import Conversation
+
+    partitions = range(40)
+    c = Conversation()
+    c.request(_fetch_v11_request(1, 0, 0, 0, partitions))
+    answer = _fetch_v11_response(1, 0, 100, partitions)
+    data = struct.pack(">i", len(answer)) + answer
+    c.send(c.broker, data[:200])
+    c.send(c.broker, data[200:])
+    path = tmp_path / "many.pcap"
+    path.write_bytes(c.pcap(drop=(len(c.segments) - 1,)))
+    rows = list(read_capture(path))
+    assert rows[0].status == "gap"
+    got = [(r["partition"], r["high_watermark"], r["lag"]) for r in lag_rows(rows)]
+    assert got == [(p, 100, 100) for p in range(4)]  # the four whole before the cut
