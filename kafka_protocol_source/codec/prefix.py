@@ -33,35 +33,43 @@ def request_prefix(decoder, payload: bytes, max_decompressed_bytes: int) -> dict
         return None
     api_key, version = _API_KEY_VERSION.unpack_from(payload)
     message = decoder.registry.request(api_key)
-    if message is None or version not in message.valid_versions:
-        return None
-    io = BytesIO(payload)
-    header = _whole(decoder, io, "RequestHeader", request_header_version(message, version))
-    if header is None:
-        return None
-    request = {
-        "api_key": api_key,
-        "api_name": message.api_name,
-        "api_version": version,
-        "correlation_id": header["correlation_id"],
-        "client_id": header.get("client_id"),
-    }
-    return _with_body(decoder, io, message.name, version, request, max_decompressed_bytes)
+
+    def result(header: dict) -> dict:
+        return {
+            "api_key": api_key,
+            "api_name": message.api_name,
+            "api_version": version,
+            "correlation_id": header["correlation_id"],
+            "client_id": header.get("client_id"),
+        }
+
+    header_of = ("RequestHeader", request_header_version)
+    return _frame(decoder, payload, message, version, header_of, result, max_decompressed_bytes)
 
 
 def response_prefix(
     decoder, payload: bytes, api_key: int, api_version: int, max_decompressed_bytes: int
 ) -> dict | None:
     """``request_prefix`` of a response of ``api_key`` at ``api_version`` (its request's)."""
+
+    def result(header: dict) -> dict:
+        return {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
+
     message = decoder.registry.response(api_key)
-    if message is None or api_version not in message.valid_versions:
+    header_of = ("ResponseHeader", response_header_version)
+    return _frame(decoder, payload, message, api_version, header_of, result, max_decompressed_bytes)
+
+
+def _frame(decoder, payload: bytes, message, version: int, header_of, result, budget: int) -> dict | None:
+    """The header (``header_of``: its name, and its version for the message's) then the body."""
+    if message is None or version not in message.valid_versions:
         return None
     io = BytesIO(payload)
-    header = _whole(decoder, io, "ResponseHeader", response_header_version(message, api_version))
+    name, header_version = header_of
+    header = _whole(decoder, io, name, header_version(message, version))
     if header is None:
         return None
-    response = {"api_key": api_key, "api_version": api_version, "correlation_id": header["correlation_id"]}
-    return _with_body(decoder, io, message.name, api_version, response, max_decompressed_bytes)
+    return _with_body(decoder, io, message.name, version, result(header), budget)
 
 
 def _whole(decoder, io: BytesIO, name: str, version: int) -> dict | None:

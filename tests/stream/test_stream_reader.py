@@ -139,6 +139,14 @@ def test_files_copied_in_with_old_modification_times_do_not_make_the_folder_quie
     assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
 
 
+def _watching(folder, name, **extra):
+    """A stream reader following ``folder`` (made empty), from its first offset, with no rows
+    yet; the folder is quiet only once a test says so."""
+    folder.mkdir()
+    reader, options = _stream_reader(folder, name, **{"quietTimeout": "3600", **extra})
+    return reader, options, reader.initialOffset(), []
+
+
 def _compressed_as_tcpdump_z_does(path, partial: bool = False):
     """``tcpdump -z gzip``: the closed file's .gz is written beside it, then the file removed
     (``partial``: the .gz is half written, the file still there)."""
@@ -159,9 +167,7 @@ def test_files_compressed_or_renamed_after_they_were_read_are_not_read_again(tmp
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "rotating"
-    folder.mkdir()
-    reader, options = _stream_reader(folder, name, quietTimeout="3600")
-    offset, rows = reader.initialOffset(), []
+    reader, options, offset, rows = _watching(folder, name)
     landed = []
     for n, f in enumerate(files):
         landed.append(shutil.copy(f, folder / f.name))
@@ -200,9 +206,7 @@ def test_logrotate_numbered_rotation_reads_each_file_once(tmp_path):
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "logs"
-    folder.mkdir()
-    reader, options = _stream_reader(folder, name, quietTimeout="3600")
-    offset, rows = reader.initialOffset(), []
+    reader, options, offset, rows = _watching(folder, name)
     for i, f in enumerate(files):
         if i:
             for n in range(i - 1, 0, -1):
@@ -224,9 +228,7 @@ def test_a_file_gzipped_after_its_micro_batch_was_planned_is_read_where_it_went(
     files, whole = rotated_pieces(tmp_path, name, "time", 3)
     for when in ("before_partitions", "before_read"):
         folder = tmp_path / when
-        folder.mkdir()
-        reader, options = _stream_reader(folder, name, quietTimeout="3600")
-        offset, rows = reader.initialOffset(), []
+        reader, options, offset, rows = _watching(folder, name)
         for f in files:
             path = shutil.copy(f, folder / f.name)
             end = reader.latestOffset(offset, ReadMaxFiles(1))
@@ -283,9 +285,7 @@ def test_two_files_that_begin_with_the_same_packet_are_two_files(tmp_path):
     )
     for later in (False, True):
         folder = tmp_path / f"later{later}"
-        folder.mkdir()
-        reader, options = _stream_reader(folder, name, quietTimeout="3600")
-        offset, rows = reader.initialOffset(), []
+        reader, options, offset, rows = _watching(folder, name)
         shutil.copy(first, folder / first.name)
         if later:
             offset = _drive(reader, options, offset, rows)
@@ -297,12 +297,10 @@ def test_two_files_that_begin_with_the_same_packet_are_two_files(tmp_path):
 def test_a_file_moved_away_for_a_while_and_back_is_not_read_again(tmp_path):
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 3)
-    folder = tmp_path / "in"
-    folder.mkdir()
     aside = tmp_path / "aside"
     aside.mkdir()
-    reader, options = _stream_reader(folder, name, quietTimeout="3600")
-    offset, rows = reader.initialOffset(), []
+    folder = tmp_path / "in"
+    reader, options, offset, rows = _watching(folder, name)
     for n, f in enumerate(files):
         shutil.copy(f, folder / f.name)
         offset = _drive(reader, options, offset, rows)
@@ -324,9 +322,7 @@ def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp
     lost = {}
     for when in ("between_triggers", "before_read"):
         folder = tmp_path / when
-        folder.mkdir()
-        reader, options = _stream_reader(folder, name, quietTimeout="3600")
-        offset, rows = reader.initialOffset(), []
+        reader, options, offset, rows = _watching(folder, name)
         for f in files[:2]:
             shutil.copy(f, folder / f.name)
             offset = _drive(reader, options, offset, rows)
@@ -369,9 +365,7 @@ def test_logrotate_racing_a_micro_batch_reads_each_file_once(tmp_path, style, wh
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "logs"
-    folder.mkdir()
-    reader, options = _stream_reader(folder, name, quietTimeout="3600")
-    offset, rows = reader.initialOffset(), []
+    reader, options, offset, rows = _watching(folder, name)
     shutil.copy(files[0], folder / "k.pcap")
     for i in range(1, len(files) + 1):
         end = reader.latestOffset(offset, ReadAllAvailable())
