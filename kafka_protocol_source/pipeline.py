@@ -21,14 +21,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from .body_decoder import CodecBodies
-from .capture import CaptureError, CaptureIssue, TcpSegment, read_packets
-from .capture.merge import in_time_order
+from .capture import CaptureError, CaptureIssue, TcpSegment
 from .capture.runs import RecordRuns
+from .capture.session import session_packets
 from .capture.source import detect_format
-from .capture.summary import first_packet_ns
 from .codec.decoder import decoder_for
 from .framing.connection import Connection
-from .framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
+from .framing.context import DEFAULT_PORTS, CaptureContext
 from .framing.dumps import is_dump, read_dump
 from .framing.model import CAPTURE_ERROR, INTERNAL_ERROR, Exchange
 from .framing.sniff import KnownApis
@@ -178,42 +177,13 @@ def _within(segments, scope: ConnectionScope) -> Iterator:
 def _session_packets(
     paths: list[str], contexts: dict, limits: Mapping[str, int], runs: Mapping[str, RecordRuns], skip: frozenset
 ) -> Iterator:
-    """The segments and issues of every file but ``skip``, in capture-time order (``in_time_order``:
-    files that overlap in time are one capture), with global packet indices (see ``locate``);
-    keeps each context's ``position`` at the packet being read."""
-    files = [(n, path) for n, path in enumerate(paths) if path not in skip]
-    if len(files) == 1:
-        n, path = files[0]
-        items = _file_packets(n, path, limits.get(path), runs.get(path))
-    else:
-        items = in_time_order(
-            [(first_packet_ns(p), partial(_file_packets, n, p, limits.get(p), runs.get(p))) for n, p in files]
-        )
-    for item in items:
+    """``session_packets``, keeping each context's ``position`` at the packet being read."""
+    for item in session_packets(paths, limits, runs, skip):
         for c in contexts.values():
             c.position = item.packet_index
         yield item
     for c in contexts.values():
         c.position = None
-
-
-def _file_packets(number: int, path: str, limit: int | None, runs: RecordRuns | None) -> Iterator:
-    """The segments and issues of one file of a session, their packet indices made global."""
-    shift = number << FILE_SHIFT
-    try:
-        for item in read_packets(path, runs=runs):
-            if limit is not None and item.packet_index >= limit:
-                break
-            if shift:
-                index = item.packet_index + shift
-                if isinstance(item, TcpSegment):
-                    item = item._replace(packet_index=index)
-                else:
-                    item = replace(item, packet_index=index)
-            yield item
-    except (CaptureError, OSError) as e:  # gone, or unreadable, since the read was planned
-        if limit is None or limit > 0:
-            yield CaptureIssue(shift, 0, "corrupt_file", f"{os.path.basename(path)}: {e}")
 
 
 def _read_packets(

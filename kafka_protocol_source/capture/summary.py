@@ -1,14 +1,17 @@
-"""What a capture file holds, from its record headers alone: link types, time span, packet count.
+"""What a capture file holds, from its records alone: link types, time span, packet count, and
+checksums of its packets' bytes that tell a file under another name (``stream_copies``).
 
 Owns the facts that decide which files are pieces of one capture session (rotated by
 ``tcpdump -G``/``-C`` or a ``dumpcap`` ring buffer, or taken at once in several places) and how
-far a file still being written can be read: the packets that are complete so far. Does not look inside packets.
+far a file still being written can be read: the packets that are complete so far. Does not
+decode packets (``decode``).
 """
 
 from __future__ import annotations
 
 import os
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .model import CaptureError, CaptureIssue
@@ -40,8 +43,7 @@ def summarize(path: str, digest: bool = False) -> CaptureSummary | None:
     ``digest``: with its ``prefix_crc`` (every packet's bytes are read for it)."""
     try:
         size = os.path.getsize(path)
-        with open_capture(path) as (read, fmt, head):
-            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+        with _frames(path) as (read, fmt, frames):
             linktypes, first, last, packets, complete = set(), None, None, 0, True
             pending = None  # the newest packet's time, taken once it is known whole
             first_crc = None
@@ -76,14 +78,16 @@ def summarize(path: str, digest: bool = False) -> CaptureSummary | None:
 
 
 def first_identity(path: str, look: int = 1000) -> tuple[int, int] | None:
-    """``(first_ns, first_crc)`` as ``summarize`` gives them, from the first records only."""
+    """``(first_ns, first_crc)`` as ``summarize`` gives them, from the first ``look`` records at
+    most (None: no packet with a time there, or not a capture)."""
     first_crc = None
     try:
-        with open_capture(path) as (read, fmt, head):
-            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+        with _frames(path) as (_, _, frames):
             for n, frame in enumerate(frames):
-                if n >= look or isinstance(frame, CaptureIssue):
+                if n >= look:
                     break
+                if isinstance(frame, CaptureIssue):
+                    continue
                 if first_crc is None:
                     first_crc = zlib.crc32(frame[4])
                 if frame[2]:
@@ -98,8 +102,7 @@ def prefix_crc(path: str, packets: int) -> int | None:
     that many whole ones, or is no capture): two files with the same are the same packets."""
     crc = crc_before = n = 0
     try:
-        with open_capture(path) as (read, fmt, head):
-            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
+        with _frames(path) as (_, _, frames):
             for frame in frames:
                 if isinstance(frame, CaptureIssue):
                     if frame.kind == "truncated_file":
@@ -115,20 +118,18 @@ def prefix_crc(path: str, packets: int) -> int | None:
     return crc if n == packets else None
 
 
-def first_packet_ns(path: str, look: int = 1000) -> int | None:
-    """The capture time of a file's first packet, from its first ``look`` records at most (None:
-    no packet with a time there, or not a capture): where ``merge.in_time_order`` opens it."""
-    try:
-        with open_capture(path) as (read, fmt, head):
-            frames = read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
-            for n, frame in enumerate(frames):
-                if n >= look:
-                    break
-                if not isinstance(frame, CaptureIssue) and frame[2]:
-                    return frame[2]
-    except (CaptureError, OSError):
-        return None
-    return None
+def first_packet_ns(path: str) -> int | None:
+    """The capture time of a file's first packet (``first_identity``'s): where
+    ``merge.in_time_order`` opens it."""
+    first = first_identity(path)
+    return first[0] if first is not None else None
+
+
+@contextmanager
+def _frames(path: str):
+    """(the read, the format, the records) of a capture file, open while the block runs."""
+    with open_capture(path) as (read, fmt, head):
+        yield read, fmt, read_pcap_frames(read, head) if fmt.container == "pcap" else read_pcapng_frames(read, head)
 
 
 def _widened(first: int | None, last: int | None, ts: int | None) -> tuple[int | None, int | None]:

@@ -44,7 +44,7 @@ from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
-from .stream_copies import copy_of_present, identity, newest, original_of, present, with_copies
+from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
@@ -147,8 +147,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """Whether the file an offset's ``entry`` says was read is still at ``path`` (not another
         file renamed to that name since, as logrotate does)."""
         s = available.get(path) or (self._summary(path) if os.path.exists(path) else None)
-        read = identity(entry["first_ns"], entry.get("first_crc"))
-        return s is not None and identity(s.first_ns, s.first_crc) == read
+        return s is not None and file_identity(s) == entry_identity(entry)
 
     def _admit(self, grown: list, limit) -> list:
         if isinstance(limit, ReadAllAvailable) or limit is None:

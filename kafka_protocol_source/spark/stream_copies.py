@@ -25,10 +25,21 @@ def identity(first_ns: int | None, first_crc: int | None) -> tuple[int, int] | N
     return None if first_crc is None else (first_ns or 0, first_crc)
 
 
+def file_identity(s: CaptureSummary) -> tuple[int, int] | None:
+    """A file's identity: its first packet's time and checksum (None: no packet)."""
+    return identity(s.first_ns, s.first_crc)
+
+
+def entry_identity(entry: Mapping) -> tuple[int, int] | None:
+    """The identity of the file an offset's entry says was read (None: an entry from before
+    entries kept it)."""
+    return identity(entry["first_ns"], entry.get("first_crc"))
+
+
 def holds(path: str, s: CaptureSummary, entry: Mapping) -> bool:
     """Whether the file at ``path`` (``s``) holds the packets ``entry`` says were read of a file."""
-    key = identity(entry["first_ns"], entry.get("first_crc"))
-    if entry.get("crc") is None or key is None or identity(s.first_ns, s.first_crc) != key:
+    key = entry_identity(entry)
+    if entry.get("crc") is None or key is None or file_identity(s) != key:
         return False
     n = entry["packets"]
     if s.packets < n:
@@ -40,14 +51,14 @@ def holds(path: str, s: CaptureSummary, entry: Mapping) -> bool:
 def original_of(path: str, s: CaptureSummary, consumed: Mapping, gone: Mapping) -> tuple[str, dict] | None:
     """The file read before (its path and entry, from the offset or its gone files) that the file
     at ``path`` is a copy of, the one read furthest; None: it is a file of its own."""
-    key = identity(s.first_ns, s.first_crc)
+    key = file_identity(s)
     if key is None:
         return None
     best = None
     for other, entry in (*gone.items(), *consumed.items()):
         if other == path and other in consumed:
             continue  # its own entry, of another file that had this path
-        if identity(entry["first_ns"], entry.get("first_crc")) != key:
+        if entry_identity(entry) != key:
             continue
         if (best is None or entry["packets"] > best[1]["packets"]) and holds(path, s, entry):
             best = (other, entry)
@@ -57,11 +68,11 @@ def original_of(path: str, s: CaptureSummary, consumed: Mapping, gone: Mapping) 
 def copy_of_present(path: str, s: CaptureSummary, available: Mapping[str, CaptureSummary]) -> str | None:
     """Another file present now, not read yet, that holds every packet of ``path`` and is preferred
     to it (more packets; then the name that sorts first): ``path`` waits while it is there."""
-    key = identity(s.first_ns, s.first_crc)
+    key = file_identity(s)
     if key is None:
         return None
     for other, t in available.items():
-        if other == path or identity(t.first_ns, t.first_crc) != key:
+        if other == path or file_identity(t) != key:
             continue
         if t.packets < s.packets or (t.packets == s.packets and other > path):
             continue  # this one is preferred: the other waits for it instead
@@ -79,7 +90,7 @@ def present(files: dict, folder: Mapping[str, CaptureSummary]) -> dict:
     moved = []
     for path, entry in files.items():
         now = folder.get(path)
-        if now is not None and identity(now.first_ns, now.first_crc) == _identity_of(entry):
+        if now is not None and file_identity(now) == entry_identity(entry):
             out[path] = entry
             claimed.add(path)
         else:
@@ -94,10 +105,6 @@ def present(files: dict, folder: Mapping[str, CaptureSummary]) -> dict:
     return out
 
 
-def _identity_of(entry: Mapping) -> tuple[int, int] | None:
-    return identity(entry["first_ns"], entry.get("first_crc"))
-
-
 def with_copies(before: dict, gone: Mapping, after: dict) -> dict:
     """``before`` (an offset's files) with what it had read of each file that ``after`` takes for
     a copy of one it had read (``copy_of``), wherever ``before`` had it (a rotation can move a
@@ -105,14 +112,14 @@ def with_copies(before: dict, gone: Mapping, after: dict) -> dict:
     out = dict(before)
     read: dict = {}  # identity -> the entry of the file read furthest
     for entry in (*gone.values(), *before.values()):
-        key = _identity_of(entry)
+        key = entry_identity(entry)
         if key is not None and (key not in read or read[key]["packets"] < entry["packets"]):
             read[key] = entry
     for path, entry in after.items():
         mine = before.get(path)
         if entry.get("copy_of") is None or (mine is not None and mine["first_ns"] == entry["first_ns"]):
             continue  # no copy, or one already read under this name
-        was = read.get(_identity_of(entry))
+        was = read.get(entry_identity(entry))
         if was is not None and was["packets"] <= entry["packets"]:
             out[path] = {k: v for k, v in was.items() if k != "copy_of"}
     return out
@@ -143,7 +150,7 @@ def moved_to(path: str, read: tuple[int, int | None, int | None], packets: int) 
     for n in names:
         candidate = os.path.join(folder, n)
         s = summarize(candidate)
-        if s is not None and identity(s.first_ns, s.first_crc) == (first_ns, first_crc):
+        if s is not None and file_identity(s) == (first_ns, first_crc):
             if prefix_crc(candidate, packets) == crc:
                 return candidate
     return None

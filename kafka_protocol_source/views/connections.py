@@ -18,11 +18,9 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 
-from ..capture import CaptureError, TcpSegment, read_packets
-from ..capture.merge import in_time_order
-from ..capture.summary import first_packet_ns
+from ..capture import TcpSegment
+from ..capture.session import session_packets
 from ..framing import Exchange
 from ..framing.connection import address
 from ..framing.context import DEFAULT_PORTS, FILE_SHIFT, CaptureContext
@@ -119,21 +117,11 @@ def _paths(path) -> list[str]:
 
 def session_segments(paths: Sequence[str]) -> Iterator[TcpSegment]:
     """The TCP segments of every file in capture-time order, packet indices global as
-    ``read_capture`` makes them (``FILE_SHIFT`` bits per file). A file that is not a capture (a
-    stream dump) has none."""
-    files = [(first_packet_ns(path), partial(_file_segments, n << FILE_SHIFT, path)) for n, path in enumerate(paths)]
-    for item in in_time_order(files):
+    ``read_capture`` makes them (``session_packets``). A file that is not a capture (a stream
+    dump) has none."""
+    for item in session_packets(paths):
         if item.__class__ is TcpSegment:
             yield item
-
-
-def _file_segments(shift: int, path: str) -> Iterator[TcpSegment]:
-    try:
-        for item in read_packets(path):
-            if item.__class__ is TcpSegment:
-                yield item._replace(packet_index=item.packet_index + shift) if shift else item
-    except (CaptureError, OSError):
-        return  # read_capture reports the file as a capture_error row, or reads it as a dump
 
 
 @dataclass
