@@ -32,6 +32,16 @@ class Cut:
         path.write_bytes(pb.pcap(packets, linktype=1, nanos=True))
         return path
 
+    def write_cooked(self, path: Path, lag_ns: int = 3_000) -> Path:
+        """The segments as a second interface (Linux cooked, SLL2, as ``-i any`` captures) sees
+        them, ``lag_ns`` later."""
+        packets = []
+        for s in self.segments:
+            ip = pb.ipv4(s.src_ip, s.dst_ip, pb.tcp(s.src_port, s.dst_port, s.seq, s.ack, s.flags, s.payload))
+            packets.append((s.timestamp_ns + lag_ns, pb.sll2(ip)))
+        path.write_bytes(pb.pcap(packets, linktype=276, nanos=True))
+        return path
+
 
 def segments_of(path) -> tuple[TcpSegment, ...]:
     return tuple(s for s in read_packets(path) if isinstance(s, TcpSegment))
@@ -55,6 +65,14 @@ def mid_segment(segments, first: int, trim: int) -> Cut:
 def one_side(segments, keep_port: int) -> Cut:
     """Payloads only from the side whose source port is ``keep_port`` (the other side's ACKs stay)."""
     return Cut(tuple(s if s.src_port == keep_port else s._replace(payload=b"", missing=0) for s in segments))
+
+
+def by_direction(segments, broker_port: int) -> tuple[Cut, Cut]:
+    """The segments sent to the broker, and those it sent: as captures of each direction apart."""
+    return (
+        Cut(tuple(s for s in segments if s.dst_port == broker_port)),
+        Cut(tuple(s for s in segments if s.dst_port != broker_port)),
+    )
 
 
 def pieces(segments, count: int) -> list[Cut]:

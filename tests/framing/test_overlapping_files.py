@@ -17,12 +17,10 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from tests.accounting import check_accounting
-from tests.capture import pcapbuild as pb
-from tests.cuts import Cut, pieces, segments_of
+from tests.cuts import Cut, by_direction, pieces, segments_of
 from tests.samples.catalog import samples
 
 CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]
-LAG_NS = 3_000  # the second interface sees each packet 3 us later
 
 
 def _rows(paths, options) -> Counter:
@@ -32,24 +30,13 @@ def _rows(paths, options) -> Counter:
     )
 
 
-def _cooked(segments, path, lag_ns: int = LAG_NS):
-    """The segments as a Linux cooked (SLL2) interface sees them, ``lag_ns`` later."""
-    packets = []
-    for s in segments:
-        ip = pb.ipv4(s.src_ip, s.dst_ip, pb.tcp(s.src_port, s.dst_port, s.seq, s.ack, s.flags, s.payload))
-        packets.append((s.timestamp_ns + lag_ns, pb.sll2(ip)))
-    path.write_bytes(pb.pcap(packets, linktype=276, nanos=True))
-    return path
-
-
 def _per_interface(segments, tmp_path):
-    return [Cut(segments).write(tmp_path / "eth0.pcap"), _cooked(segments, tmp_path / "any.pcap")]
+    return [Cut(segments).write(tmp_path / "eth0.pcap"), Cut(segments).write_cooked(tmp_path / "any.pcap")]
 
 
 def _per_direction(segments, tmp_path, broker_port):
-    to_broker = tuple(s for s in segments if s.dst_port == broker_port)
-    from_broker = tuple(s for s in segments if s.dst_port != broker_port)
-    return [Cut(to_broker).write(tmp_path / "in.pcap"), Cut(from_broker).write(tmp_path / "out.pcap")]
+    to_broker, from_broker = by_direction(segments, broker_port)
+    return [to_broker.write(tmp_path / "in.pcap"), from_broker.write(tmp_path / "out.pcap")]
 
 
 def _per_host(segments, tmp_path, broker_port):
@@ -63,7 +50,7 @@ def _per_host(segments, tmp_path, broker_port):
 def _per_interface_rotated(segments, tmp_path):
     """Each interface's capture rotated into three pieces: six files, two at a time overlapping."""
     files = [p.write(tmp_path / f"eth0-{n}.pcap") for n, p in enumerate(pieces(segments, 3))]
-    files += [_cooked(p.segments, tmp_path / f"any-{n}.pcap") for n, p in enumerate(pieces(segments, 3))]
+    files += [p.write_cooked(tmp_path / f"any-{n}.pcap") for n, p in enumerate(pieces(segments, 3))]
     return sorted(files, key=lambda f: int(f.stem.rsplit("-", 1)[1]))  # in the order of their first packets
 
 
@@ -141,7 +128,7 @@ def test_a_segment_written_late_on_both_interfaces_is_waited_for_as_in_one_file(
     other file's next packet: the request became a gap that either file alone reads whole."""
     s = next(c for c in CAPTURES if c.name == "mock_kafka_python_all_codecs")
     segments = _misordered(segments_of(s.path), s.broker_port)
-    files = [Cut(tuple(segments)).write(tmp_path / "lo.pcap"), _cooked(segments, tmp_path / "any.pcap")]
+    files = [Cut(tuple(segments)).write(tmp_path / "lo.pcap"), Cut(tuple(segments)).write_cooked(tmp_path / "any.pcap")]
     options = {"ports": [s.broker_port]}
     merged = tmp_path / "merged.pcapng"
     subprocess.run(["mergecap", "-w", str(merged), *map(str, files)], check=True)

@@ -20,6 +20,7 @@ from kafka_protocol_source.spark.source import default_schema
 from kafka_protocol_source.spark.stream import KafkaWireStreamReader
 from tests.samples.catalog import sample
 
+from .driving import drive, finish, ok_rows_once, stream_reader, watching
 from .rotated_pieces import SAMPLES, exchange_key, rotated_pieces
 
 
@@ -53,20 +54,6 @@ def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_p
     assert {(r.client_address, r.correlation_id) for r in late} <= given_up
 
 
-def _drive(reader, options, offset, rows):
-    """Micro-batches until the offset stops moving; their rows are added to ``rows``."""
-    while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
-        rows += [ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)]
-        offset = end
-    return offset
-
-
-def _stream_reader(folder, name, **extra):
-    raw = {"path": str(folder), "ports": str(sample(name).broker_port), **extra}
-    options = ReadOptions.parse(raw)
-    return KafkaWireStreamReader(options, default_schema(options), raw), options
-
-
 def test_a_file_that_grows_again_after_it_was_read_is_read_on_not_again_with_min_file_age(tmp_path):
     """With minFileAge, tcpdump's live file is too young again each time it grows: it used to
     drop out of the offset then, and come back as a new file read from its first packet, so
@@ -78,17 +65,17 @@ def test_a_file_that_grows_again_after_it_was_read_is_read_on_not_again_with_min
     live = folder / "live.pcap"
     live.write_bytes(files[0].read_bytes())
     os.utime(live, (time.time() - 10, time.time() - 10))
-    reader, options = _stream_reader(folder, name, minFileAge="5", quietTimeout="3600")
+    reader, options = stream_reader(folder, name, minFileAge="5", quietTimeout="3600")
     rows: list = []
-    offset = _drive(reader, options, reader.initialOffset(), rows)
+    offset = drive(reader, options, reader.initialOffset(), rows)
     first = len(rows)
     with open(live, "ab") as f:
         f.write(files[1].read_bytes()[24:])  # it grows: too young for minFileAge again
-    offset = _drive(reader, options, offset, rows)
+    offset = drive(reader, options, offset, rows)
     assert len(rows) == first and str(live) in offset["files"]  # waits, and keeps what was read of it
     os.utime(live, (time.time() - 10, time.time() - 10))
     reader.quiet_ns = 0  # the end: what is still open is given up
-    _drive(reader, options, offset, rows)
+    drive(reader, options, offset, rows)
     assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
 
 
@@ -103,16 +90,16 @@ def test_a_rotated_file_still_empty_or_half_a_header_is_waited_for_not_a_capture
     shutil.copy(files[0], folder / "k-00.pcap")
     nxt = folder / "k-01.pcap"
     nxt.write_bytes(b"")
-    reader, options = _stream_reader(folder, name, quietTimeout="3600", mode="FAILFAST")
+    reader, options = stream_reader(folder, name, quietTimeout="3600", mode="FAILFAST")
     rows: list = []
-    offset = _drive(reader, options, reader.initialOffset(), rows)
+    offset = drive(reader, options, reader.initialOffset(), rows)
     assert str(nxt) not in offset["files"]
     nxt.write_bytes(files[1].read_bytes()[:10])  # half the pcap header
-    offset = _drive(reader, options, offset, rows)
+    offset = drive(reader, options, offset, rows)
     assert str(nxt) not in offset["files"]
     nxt.write_bytes(files[1].read_bytes())
     reader.quiet_ns = 0
-    _drive(reader, options, offset, rows)
+    drive(reader, options, offset, rows)
     assert not [r for r in rows if r.status == "capture_error"]
     assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
 
@@ -126,25 +113,17 @@ def test_files_copied_in_with_old_modification_times_do_not_make_the_folder_quie
     files, whole = rotated_pieces(tmp_path, name, "time", 5)
     folder = tmp_path / "in"
     folder.mkdir()
-    reader, options = _stream_reader(folder, name, quietTimeout="30")
+    reader, options = stream_reader(folder, name, quietTimeout="30")
     offset, rows = reader.initialOffset(), []
     for f in files:
         target = shutil.copy(f, folder / f.name)
         os.utime(target, (time.time() - 3600, time.time() - 3600))
-        offset = _drive(reader, options, offset, rows)
-        offset = _drive(reader, options, offset, rows)  # a trigger with nothing new: not quiet yet
+        offset = drive(reader, options, offset, rows)
+        offset = drive(reader, options, offset, rows)  # a trigger with nothing new: not quiet yet
     reader.quiet_ns = 0
-    _drive(reader, options, offset, rows)
+    drive(reader, options, offset, rows)
     assert not [r for r in rows if r.note and ANSWERED_LATE in r.note]
     assert Counter(exchange_key(r) for r in rows if r.status != "unanswered") == whole
-
-
-def _watching(folder, name, **extra):
-    """A stream reader following ``folder`` (made empty), from its first offset, with no rows
-    yet; the folder is quiet only once a test says so."""
-    folder.mkdir()
-    reader, options = _stream_reader(folder, name, **{"quietTimeout": "3600", **extra})
-    return reader, options, reader.initialOffset(), []
 
 
 def _compressed_as_tcpdump_z_does(path, partial: bool = False):
@@ -167,36 +146,25 @@ def test_files_compressed_or_renamed_after_they_were_read_are_not_read_again(tmp
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "rotating"
-    reader, options, offset, rows = _watching(folder, name)
+    reader, options, offset, rows = watching(folder, name)
     landed = []
     for n, f in enumerate(files):
         landed.append(shutil.copy(f, folder / f.name))
-        offset = _drive(reader, options, offset, rows)
+        offset = drive(reader, options, offset, rows)
         if n == 1:
             _compressed_as_tcpdump_z_does(folder / files[0].name, partial=True)
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
             (folder / (files[0].name + ".gz")).unlink()
             _compressed_as_tcpdump_z_does(folder / files[0].name)
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
         if n == 2:
             os.rename(folder / files[1].name, folder / ("kept-" + files[1].name))
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
     ok = Counter({key: n for key, n in whole.items() if key[-1] == "ok"})
     assert Counter(exchange_key(r) for r in rows if r.status == "ok") == ok
     assert sorted(p for p in offset["files"] if "copy_of" in offset["files"][p]) == sorted(
         [str(folder / (files[0].name + ".gz")), str(folder / ("kept-" + files[1].name))]
     )
-
-
-def _ok_rows_once(rows, whole) -> bool:
-    return Counter(exchange_key(r) for r in rows if r.status == "ok") == Counter(
-        {key: n for key, n in whole.items() if key[-1] == "ok"}
-    )
-
-
-def _finish(reader, options, offset, rows):
-    reader.quiet_ns = 0  # the folder is quiet: what is open is given up
-    return _drive(reader, options, offset, rows)
 
 
 def test_logrotate_numbered_rotation_reads_each_file_once(tmp_path):
@@ -206,16 +174,16 @@ def test_logrotate_numbered_rotation_reads_each_file_once(tmp_path):
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "logs"
-    reader, options, offset, rows = _watching(folder, name)
+    reader, options, offset, rows = watching(folder, name)
     for i, f in enumerate(files):
         if i:
             for n in range(i - 1, 0, -1):
                 os.rename(folder / f"k.pcap.{n}", folder / f"k.pcap.{n + 1}")
             os.rename(folder / "k.pcap", folder / "k.pcap.1")
         shutil.copy(f, folder / "k.pcap")
-        offset = _drive(reader, options, offset, rows)
-    _finish(reader, options, offset, rows)
-    assert _ok_rows_once(rows, whole)
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, whole)
 
 
 def test_a_file_gzipped_after_its_micro_batch_was_planned_is_read_where_it_went(tmp_path):
@@ -228,7 +196,7 @@ def test_a_file_gzipped_after_its_micro_batch_was_planned_is_read_where_it_went(
     files, whole = rotated_pieces(tmp_path, name, "time", 3)
     for when in ("before_partitions", "before_read"):
         folder = tmp_path / when
-        reader, options, offset, rows = _watching(folder, name)
+        reader, options, offset, rows = watching(folder, name)
         for f in files:
             path = shutil.copy(f, folder / f.name)
             end = reader.latestOffset(offset, ReadMaxFiles(1))
@@ -240,10 +208,10 @@ def test_a_file_gzipped_after_its_micro_batch_was_planned_is_read_where_it_went(
                 (folder / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
                 os.unlink(path)
             rows += [ex for p in parts for ex in PartitionReader(options, reader.schema)._rows(p)]
-            offset = _drive(reader, options, end, rows)
-        _finish(reader, options, offset, rows)
+            offset = drive(reader, options, end, rows)
+        finish(reader, options, offset, rows)
         assert not [r for r in rows if r.status == "capture_error"], when
-        assert _ok_rows_once(rows, whole), when
+        assert ok_rows_once(rows, whole), when
 
 
 def test_a_file_and_its_gz_side_by_side_are_read_once(tmp_path):
@@ -258,14 +226,14 @@ def test_a_file_and_its_gz_side_by_side_are_read_once(tmp_path):
     for f in files:
         shutil.copy(f, folder / f.name)
     (folder / (files[0].name + ".gz")).write_bytes(gzip.compress(files[0].read_bytes()))
-    reader, options = _stream_reader(folder, name, quietTimeout="3600")
+    reader, options = stream_reader(folder, name, quietTimeout="3600")
     offset, rows = reader.initialOffset(), []
     end = reader.latestOffset(offset, ReadAllAvailable())  # (the default limit: every file at once)
     rows += [ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)]
-    offset = _drive(reader, options, end, rows)
+    offset = drive(reader, options, end, rows)
     os.unlink(folder / files[0].name)  # gzip is done
-    _finish(reader, options, offset, rows)
-    assert _ok_rows_once(rows, whole)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, whole)
 
 
 def test_two_files_that_begin_with_the_same_packet_are_two_files(tmp_path):
@@ -285,12 +253,12 @@ def test_two_files_that_begin_with_the_same_packet_are_two_files(tmp_path):
     )
     for later in (False, True):
         folder = tmp_path / f"later{later}"
-        reader, options, offset, rows = _watching(folder, name)
+        reader, options, offset, rows = watching(folder, name)
         shutil.copy(first, folder / first.name)
         if later:
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
         shutil.copy(second, folder / second.name)
-        _finish(reader, options, _drive(reader, options, offset, rows), rows)
+        finish(reader, options, drive(reader, options, offset, rows), rows)
         assert Counter(exchange_key(r) for r in rows if r.status == "ok") == want, later
 
 
@@ -300,17 +268,17 @@ def test_a_file_moved_away_for_a_while_and_back_is_not_read_again(tmp_path):
     aside = tmp_path / "aside"
     aside.mkdir()
     folder = tmp_path / "in"
-    reader, options, offset, rows = _watching(folder, name)
+    reader, options, offset, rows = watching(folder, name)
     for n, f in enumerate(files):
         shutil.copy(f, folder / f.name)
-        offset = _drive(reader, options, offset, rows)
+        offset = drive(reader, options, offset, rows)
         if n == 1:
             os.rename(folder / files[0].name, aside / files[0].name)
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
             os.rename(aside / files[0].name, folder / files[0].name)
-            offset = _drive(reader, options, offset, rows)
-    _finish(reader, options, offset, rows)
-    assert _ok_rows_once(rows, whole)
+            offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, whole)
 
 
 def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp_path):
@@ -322,10 +290,10 @@ def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp
     lost = {}
     for when in ("between_triggers", "before_read"):
         folder = tmp_path / when
-        reader, options, offset, rows = _watching(folder, name)
+        reader, options, offset, rows = watching(folder, name)
         for f in files[:2]:
             shutil.copy(f, folder / f.name)
-            offset = _drive(reader, options, offset, rows)
+            offset = drive(reader, options, offset, rows)
         shutil.copy(files[2], folder / files[2].name)
         if when == "between_triggers":
             os.unlink(folder / files[1].name)
@@ -335,7 +303,7 @@ def test_a_re_read_file_deleted_before_the_read_loses_only_its_own_exchanges(tmp
             os.unlink(folder / files[1].name)
         rows += [ex for p in parts for ex in PartitionReader(options, reader.schema)._rows(p)]
         shutil.copy(files[3], folder / files[3].name)
-        _finish(reader, options, _drive(reader, options, end, rows), rows)
+        finish(reader, options, drive(reader, options, end, rows), rows)
         ok = Counter(exchange_key(r) for r in rows if r.status == "ok")
         lost[when] = Counter({key: n for key, n in whole.items() if key[-1] == "ok"}) - ok
     assert lost["before_read"] == lost["between_triggers"]
@@ -365,7 +333,7 @@ def test_logrotate_racing_a_micro_batch_reads_each_file_once(tmp_path, style, wh
     name = SAMPLES[0]
     files, whole = rotated_pieces(tmp_path, name, "time", 4)
     folder = tmp_path / "logs"
-    reader, options, offset, rows = _watching(folder, name)
+    reader, options, offset, rows = watching(folder, name)
     shutil.copy(files[0], folder / "k.pcap")
     for i in range(1, len(files) + 1):
         end = reader.latestOffset(offset, ReadAllAvailable())
@@ -378,5 +346,5 @@ def test_logrotate_racing_a_micro_batch_reads_each_file_once(tmp_path, style, wh
             (folder / "k.pcap").write_bytes(files[i].read_bytes())
         rows += [ex for p in parts for ex in PartitionReader(options, reader.schema)._rows(p)]
         offset = end
-    _finish(reader, options, offset, rows)
-    assert _ok_rows_once(rows, whole)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, whole)
