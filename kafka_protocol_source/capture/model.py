@@ -37,6 +37,15 @@ FILE_SHIFT = 40
 FILE_MASK = (1 << FILE_SHIFT) - 1
 
 
+def later_packet(packet: int, ns: int | None, than: int, than_ns: int | None) -> bool:
+    """Whether ``packet`` (captured at ``ns``) came after packet ``than``: by their order within
+    one file, and by capture time between files (files taken at once in several places are
+    numbered by their place in the read, not in time); by number where a time is missing or equal."""
+    if packet >> FILE_SHIFT != than >> FILE_SHIFT and ns and than_ns and ns != than_ns:
+        return ns > than_ns
+    return packet > than
+
+
 class TcpSegment(NamedTuple):
     """One TCP segment as seen on the wire (a named tuple: made for every packet, and a tuple is
     built in one step where a frozen dataclass sets its fields one by one).

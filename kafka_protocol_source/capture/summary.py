@@ -118,6 +118,33 @@ def prefix_crc(path: str, packets: int) -> int | None:
     return crc if n == packets else None
 
 
+def packets_through(path: str, until_ns: int) -> tuple[int, int | None]:
+    """How many of a file's first whole packets were all captured by ``until_ns``, and the latest
+    of their times (None: none has one): how far a file may be read while another, taken at the
+    same time, has not been written past ``until_ns`` yet."""
+    n, last, pending = 0, None, None  # pending: the newest packet's time, counted once it is known whole
+    try:
+        with _frames(path) as (_, _, frames):
+            for frame in frames:
+                if isinstance(frame, CaptureIssue):
+                    if frame.kind == "truncated_file":
+                        if pending is not None and frame.packet_index <= n:
+                            pending = None  # what survived of the record it cut was handed over
+                        break
+                    continue
+                if pending is not None:
+                    n, last = n + 1, _widened(last, last, pending)[1]
+                    pending = None
+                if frame[2] and frame[2] > until_ns:
+                    break
+                pending = frame[2] or 0
+    except (CaptureError, OSError):
+        return 0, None
+    if pending is not None:
+        n, last = n + 1, _widened(last, last, pending)[1]
+    return n, last
+
+
 def first_packet_ns(path: str) -> int | None:
     """The capture time of a file's first packet (``first_identity``'s): where
     ``merge.in_time_order`` opens it."""

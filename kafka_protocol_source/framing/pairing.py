@@ -27,6 +27,7 @@ import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
+from ..capture.model import later_packet
 from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
@@ -87,6 +88,7 @@ class Pairer:
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
         self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
         self.at: int | None = None  # the packet that decided the item being taken (see completed_at)
+        self.at_ns: int | None = None  # when it was captured, where known
         self.conflicts: list[Conflict] = []  # differing copies whose rows are still to come
 
     def pending_ids(self):
@@ -99,6 +101,7 @@ class Pairer:
         the input, which completes nothing)."""
         for item in items:
             self.at = item.last_packet if item.last_packet is not None else at
+            self.at_ns = getattr(item, "last_ns", None) if item.last_packet is not None else None
             if isinstance(item, Skipped):
                 self.skipped(item, is_request)
             elif isinstance(item, Partial):
@@ -457,13 +460,13 @@ class Pairer:
         """Where a row is complete (``Exchange.completed_at``): the packet that decided the item
         being taken, or the latest of its own frames' where later (a response held until its
         request was framed ends after that request). None while the end of the input decides."""
-        at = self.at
+        at, at_ns = self.at, self.at_ns
         if at is None:
             return None
         for part in (frame, response_frame):
             packet = getattr(part, "last_packet", None)
-            if packet is not None and packet > at:
-                at = packet
+            if packet is not None and later_packet(packet, getattr(part, "last_ns", None), at, at_ns):
+                at, at_ns = packet, getattr(part, "last_ns", None)
         return at
 
 

@@ -23,6 +23,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, replace
 
+from ..capture.model import later_packet
 from .model import Frame, new_frame
 from .sniff import CONFIRMED, MAYBE, AnswerAt, CutStart, StartCheck, first_confirmed
 
@@ -416,15 +417,15 @@ class DirectionFramer:
     def _times_of(self, first: int, last: int) -> tuple[int | None, int | None, int | None, int | None]:
         """(time and packet of the byte at ``first``, time of the byte at ``last``, the latest
         packet carrying any byte from ``first`` to ``last``), in one pass over the chunks."""
-        first_ns = first_packet = last_ns = latest = None
+        first_ns = first_packet = last_ns = latest = latest_ns = None
         for chunk_offset, ns, packet in self.times:
             if chunk_offset > last:
                 break
             if chunk_offset <= first:
                 first_ns, first_packet = ns, packet
-                latest = packet
-            elif packet is not None and (latest is None or packet > latest):
-                latest = packet
+                latest, latest_ns = packet, ns
+            elif packet is not None and (latest is None or later_packet(packet, ns, latest, latest_ns)):
+                latest, latest_ns = packet, ns
             last_ns = ns
         return first_ns, first_packet, last_ns, latest
 

@@ -24,8 +24,10 @@ completes, across restarts too. Where it completes is told by its content (``com
 packet whose bytes completed it), not by when a read got to it: a re-read that joins a
 connection mid-stream frames its bytes later than the read before did, and a response whose
 request lies before the re-read is paired by the read before. A file being written is read
-up to its last whole packet and again as it grows. A records row whose topic id its re-read does
-not name takes the name the session's earlier files give (``naming_pass.earlier_names``); one
+up to its last whole packet and again as it grows. Files taken at once in several places (one capture
+per interface, host or direction, each rotated) are one session, read as their merge, each only
+up to the capture time every writer has reached (``stream_frontier``). A records row whose topic
+id its re-read does not name takes the name the session's earlier files give (``naming_pass.earlier_names``); one
 given only later stays null.
 """
 
@@ -45,6 +47,7 @@ from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
 from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
+from .stream_frontier import frontier, read_through, taken_at_once, together
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
@@ -73,6 +76,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # clock: a file copied in with an old modification time is new all the same), or was
         # written (a file minFileAge still holds back, too). Quiet is that long ago.
         self._listing: frozenset | None = None
+        self._written: dict[str, int] = {}  # per file, when it was last written (as listed last)
         self._changed_ns = time.time_ns()
 
     # -- offsets ----------------------------------------------------------------------
@@ -114,7 +118,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if limit_packets > before or limit_packets < before:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
-        grown = self._admit(grown, limit)
+        grown, last_of = self._at_frontier(self._admit(grown, limit), grown, available, consumed)
         # A file read before and hidden now (younger than minFileAge again as it grows, past
         # maxFileAge) keeps what was consumed of it, or it would be read again from its start;
         # a file that is gone (a ring buffer's, or one renamed) is kept among the last ``GONE_KEPT``
@@ -128,7 +132,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             entry = {
                 "first_ns": s.first_ns or 0,
                 "packets": packets,
-                "last_ns": (s.last_ns or 0) if whole else None,
+                "last_ns": (s.last_ns or 0) if whole else last_of.get(path),
                 "first_crc": s.first_crc,
                 "crc": s.prefix_crc if whole else prefix_crc(path, packets),
             }
@@ -142,6 +146,50 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if still_gone:
             offset["gone"] = still_gone
         return offset
+
+    def _at_frontier(
+        self, admitted: list, grown: list, available: dict[str, CaptureSummary], consumed: dict
+    ) -> tuple[list, dict[str, int]]:
+        """``admitted`` (of ``grown``) with the files of each session taken at once in several
+        places admitted together, each read only up to the session's frontier
+        (``stream_frontier``); and, per file cut short by it, the time of the last packet read."""
+        if self._target is not None or self._quiet():
+            return admitted, {}  # availableNow: all there was; quiet: every writer has stopped
+        groups = taken_at_once(list(available.values()), self._tolerance())
+        if not groups:
+            return admitted, {}
+        admitted = together(admitted, grown, groups)
+        paths = {item[1] for item in admitted}
+
+        def consumed_of(s: CaptureSummary) -> tuple[int, int | None]:
+            seen = consumed.get(s.path)
+            if not seen or seen["first_ns"] != (s.first_ns or 0):
+                return 0, None
+            return seen["packets"], seen.get("last_ns")
+
+        until: dict[str, int] = {}
+        for chains in groups:
+            bound = frontier(chains, paths, consumed_of, self._writing)
+            until.update((s.path, bound) for chain in chains for s in chain)
+        out, last_of = [], {}
+        for first_ns, path, s, packets in admitted:
+            if path in until:
+                before = consumed_of(s)[0]
+                packets, last_ns = read_through(s, until[path], before, packets)
+                if packets == before:
+                    continue  # nothing of it up to the frontier that was not read before
+                if last_ns is not None:
+                    last_of[path] = last_ns
+            out.append((first_ns, path, s, packets))
+        return out, last_of
+
+    def _writing(self, s: CaptureSummary) -> bool:
+        """Whether a file may still grow: written within ``quietTimeout``."""
+        written = self._written.get(s.path)
+        return written is not None and time.time_ns() - written < self.quiet_ns
+
+    def _tolerance(self) -> int:
+        return self.options.stitch_tolerance_ns if self.options.stitch else -1
 
     def _still_there(self, path: str, entry: dict, available: dict[str, CaptureSummary]) -> bool:
         """Whether the file an offset's ``entry`` says was read is still at ``path`` (not another
@@ -187,17 +235,20 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                         "(truncated or overwritten in place); not read again",
                     )
                 )
-        tolerance = self.options.stitch_tolerance_ns if self.options.stitch else -1
-        for chain in sessions(summaries, tolerance, overlapping=False):  # (EmitRule counts each file's packets on)
+        tolerance = self._tolerance()
+        for chain in sessions(summaries, tolerance, overlapping=True):
             new = [s for s in chain if _packets(after, s) > _packets(before, s)]
             flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER
             if not new and not flush:
                 continue
-            first_new = chain.index(new[0]) if new else len(chain) - 1
-            last_new = chain.index(new[-1]) if new else len(chain) - 1
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
-            tail_from = self._tail_start(chain, first_new, was_ns)
-            files = chain[tail_from : last_new + 1]
+            if len(sessions(chain, tolerance, overlapping=False)) > 1:  # taken at once in several places
+                files, earlier_files = self._tail_taken_at_once(chain, new, after, was_ns)
+            else:
+                first_new = chain.index(new[0]) if new else len(chain) - 1
+                last_new = chain.index(new[-1]) if new else len(chain) - 1
+                tail_from = self._tail_start(chain, first_new, was_ns)
+                files, earlier_files = chain[tail_from : last_new + 1], chain[:tail_from]
             paths = tuple(s.path for s in files)
             limits = {s.path: _packets(after, s) for s in files}
             new_from = {s.path: _packets(before, s) for s in files}
@@ -212,7 +263,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 emit = None  # read once, whole: every row it gives is new
             size = sum(s.size for s in files)
             count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
-            earlier = tuple((s.path, _packets(after, s)) for s in chain[:tail_from])
+            earlier = tuple((s.path, _packets(after, s)) for s in earlier_files)
             read_of = {p: (after[p]["first_ns"], after[p].get("first_crc"), after[p].get("crc")) for p in paths}
             parts += [
                 CapturePartition(paths, i, count, limits, emit, earlier=earlier, read_of=read_of) for i in range(count)
@@ -227,6 +278,18 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
             start -= 1
         return max(0, min(start, first_new - 1)) if first_new > 0 else 0
+
+    def _tail_taken_at_once(
+        self, files: list[CaptureSummary], new: list[CaptureSummary], after: dict, was_ns: int | None
+    ) -> tuple[list[CaptureSummary], list[CaptureSummary]]:
+        """For a session of files that overlap in time: the files to re-read (every one read so far
+        with packets in the last ``idleTimeout`` before the new packets, and before the session's end
+        before: ``was_ns``), in the order of their first packets, and the files before them."""
+        anchor = min(s.first_ns or 0 for s in new) if new else max(s.first_ns or 0 for s in files)
+        from_ns = min(anchor, was_ns if was_ns is not None else 1 << 62) - self.idle_ns
+        read = [s for s in files if _packets(after, s) > 0 and (s.last_ns or 0) >= from_ns]
+        order = sorted(read, key=lambda s: (s.first_ns or 0, s.path))  # (not by their ends: they grow)
+        return order, [s for s in files if s not in read]
 
     def _stale_window(
         self, was_ns: int | None, now_ns: int | None, quiet: bool, after_flush: bool
@@ -258,6 +321,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 every[path] = os.stat(path)
             except OSError:
                 continue
+        self._written = {path: st.st_mtime_ns for path, st in every.items()}
         listing = frozenset((path, st.st_size, st.st_mtime_ns) for path, st in every.items())
         if listing != self._listing:
             self._listing, self._changed_ns = listing, now

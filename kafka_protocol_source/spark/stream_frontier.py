@@ -1,0 +1,100 @@
+"""How far a micro-batch reads files taken at the same time (one per interface, host or direction).
+
+Files that overlap in time are read as one capture (``merge.in_time_order``), and a packet seen in
+two of them is read once, from the copy that comes first in time. ``EmitRule`` tells which
+micro-batch a row belongs to by the packet that completed it, counted per file. Say one file's
+copy of a packet was consumed, and a later micro-batch reads another file's copy, captured a
+little earlier. That copy now comes first. It completes the row again, in a file where it is new,
+and the row is emitted twice. Writers of such files do not keep pace: each interface's tcpdump
+flushes on its own.
+
+So a micro-batch consumes the files of such a session only up to one capture time, the
+*frontier*. It is the least time that every file still being written has reached, and that every
+file this micro-batch leaves unread starts after. Every copy not yet consumed is then later than
+every copy consumed, and never comes first. Files whose writers keep pace are read as far as
+before.
+
+Owns that frontier: which files bound it, which files a micro-batch takes together, and how far
+each may be read. Does not decide which files are one session (``summary.sessions``), what was
+consumed (``stream.py``), nor which rows are new (``emit_rule.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..capture.summary import CaptureSummary, packets_through, sessions
+
+UNBOUNDED = 1 << 62
+
+
+def taken_at_once(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[list[CaptureSummary]]]:
+    """The sessions whose files overlap in time, each as its chains: one per writer, its files
+    in the order it rotated them."""
+    found = []
+    for group in sessions(summaries, tolerance_ns, overlapping=True):
+        chains = sessions(group, tolerance_ns, overlapping=False)
+        if len(chains) > 1:
+            found.append(chains)
+    return found
+
+
+def frontier(
+    chains: list[list[CaptureSummary]],
+    admitted: set[str],
+    consumed: Callable[[CaptureSummary], tuple[int, int | None]],
+    writing: Callable[[CaptureSummary], bool],
+) -> int:
+    """The capture time up to which one session's files may be read in this micro-batch. It is
+    bounded by the last packet of each chain's newest file while that is still being written
+    (``writing``), and by each file with packets that this micro-batch does not read (not
+    ``admitted``): by the time before its first such packet. ``consumed``: a file's packets
+    consumed so far, and the time of the last of them (None: not known)."""
+    bound = UNBOUNDED
+    for chain in chains:
+        for s in chain:
+            packets, last_ns = consumed(s)
+            if s.path not in admitted and packets < s.packets:
+                bound = min(bound, last_ns if packets and last_ns else (s.first_ns or 0) - 1)
+        newest = chain[-1]
+        if newest.last_ns is not None and writing(newest):
+            bound = min(bound, newest.last_ns)
+    return bound
+
+
+def together(admitted: list, grown: list, groups: list[list[list[CaptureSummary]]]) -> list:
+    """``admitted`` (items of ``grown``: (first_ns, path, summary, ...), in that order), with every
+    grown file of the same session that starts before one of them ends: a file left out would
+    bound the frontier below what those hold, and a micro-batch that admits them again, first in
+    line, would stop there again."""
+    session_of = {s.path: n for n, chains in enumerate(groups) for chain in chains for s in chain}
+    taken = {item[1] for item in admitted}
+    out = list(admitted)
+    changed = True
+    while changed:
+        changed = False
+        ends: dict[int, int] = {}
+        for item in out:
+            n = session_of.get(item[1])
+            if n is not None:
+                ends[n] = max(ends.get(n, 0), item[2].last_ns or 0)
+        for item in grown:
+            n = session_of.get(item[1])
+            if item[1] not in taken and n in ends and item[0] <= ends[n]:
+                out.append(item)
+                taken.add(item[1])
+                changed = True
+    out.sort()
+    return out
+
+
+def read_through(s: CaptureSummary, until_ns: int, before: int, packets: int) -> tuple[int, int | None]:
+    """How many packets of ``s`` to have consumed when the frontier is ``until_ns``: at most
+    ``packets``, and never fewer than were consumed ``before`` (where a writer came in late, with
+    packets older than some already read); and the time of the last of them (None: not known)."""
+    if s.last_ns is None or s.last_ns <= until_ns:
+        return packets, s.last_ns if packets == s.packets else None
+    n, last_ns = packets_through(s.path, until_ns)
+    if n <= before:
+        return before, None
+    return (n, last_ns) if n <= packets else (packets, None)

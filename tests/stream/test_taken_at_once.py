@@ -1,0 +1,105 @@
+"""Files taken at the same time in several places, followed as a stream as they are written: one
+capture per interface, or per direction, each rotated by its own writer, the writers not keeping
+pace. Every exchange that the whole capture answers comes out once. None comes out twice from a
+packet seen on two interfaces, and none is lost because the two directions were read apart.
+Before, the stream read each writer's files as a capture of its own."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from tests.cuts import Cut, by_direction, segments_of
+from tests.samples.catalog import sample
+
+from .driving import drive, finish, ok_rows_once, watching
+from .rotated_pieces import SAMPLES, by_time, exchange_key
+
+PIECES = 4
+
+
+@dataclass
+class Writer:
+    """One tcpdump: its capture rotated by time into pieces, written a half piece at a time."""
+
+    prefix: str
+    pieces: list[Cut]
+    cooked: bool = False  # an ``-i any`` capture (SLL2) instead of Ethernet
+    lag_ns: int = 3_000  # when cooked: how much later than on Ethernet it stamps each packet
+
+    def write_until(self, folder: Path, half_pieces: int) -> list[Path]:
+        """The folder as this writer leaves it after ``half_pieces`` halves of its pieces."""
+        written = []
+        for n, piece in enumerate(self.pieces[: (half_pieces + 1) // 2]):
+            if n == half_pieces // 2:  # the file being written: half of it so far
+                piece = Cut(piece.segments[: len(piece.segments) // 2])
+            path = folder / f"{self.prefix}-{n:02d}.pcap"
+            written.append(piece.write_cooked(path, self.lag_ns) if self.cooked else piece.write(path))
+        return written
+
+
+def _per_interface(segments, broker_port: int, lag_ns: int = 3_000) -> list[Writer]:
+    cuts = by_time(segments, PIECES)
+    return [Writer("eth0", cuts), Writer("any", cuts, cooked=True, lag_ns=lag_ns)]
+
+
+def _per_direction(segments, broker_port: int) -> list[Writer]:
+    to_broker, from_broker = by_direction(segments, broker_port)
+    return [Writer("in", by_time(to_broker.segments, PIECES)), Writer("out", by_time(from_broker.segments, PIECES))]
+
+
+SPLITS = {
+    "per_interface": _per_interface,
+    # The writer behind stamps each packet earlier: its copies, read later, come first in time.
+    "per_interface_behind_stamps_earlier": lambda segments, port: _per_interface(segments, port, lag_ns=-3_000),
+    "per_direction": _per_direction,
+}
+
+
+def _whole(name: str) -> Counter:
+    s = sample(name)
+    return Counter(exchange_key(e) for e in read_capture(s.path, ports=[s.broker_port]))
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("name", SAMPLES)
+def test_files_taken_at_once_and_rotated_are_followed_as_one_capture(tmp_path, name, split):
+    """The second writer is half a piece behind the first, once both have begun (a writer whose
+    first packets land after the other's of the same time were read is not waited for). The
+    micro-batches follow both writers together, one half piece at a time."""
+    s = sample(name)
+    writers = SPLITS[split](segments_of(s.path), s.broker_port)
+    folder = tmp_path / "live"
+    reader, options, offset, rows = watching(folder, name)
+    for step in range(1, 2 * PIECES + 2):
+        for behind, writer in enumerate(writers):
+            writer.write_until(folder, max(1, step - behind))
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, _whole(name))
+    assert sum(r.status == "ok" for r in rows) > 10
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_a_writer_that_stopped_does_not_hold_back_the_others(tmp_path, name):
+    """An interface's capture stops (its tcpdump was killed) while the other goes on: once its last
+    file has not been written for ``quietTimeout``, the others are read on past it."""
+    s = sample(name)
+    eth0, any_ = _per_interface(segments_of(s.path), s.broker_port)
+    folder = tmp_path / "live"
+    reader, options, offset, rows = watching(folder, name, quietTimeout="600")
+    for path in any_.write_until(folder, 3):  # one piece and a half, then no more
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    for step in range(1, 2 * PIECES + 2):
+        eth0.write_until(folder, step)
+        offset = drive(reader, options, offset, rows)
+    last = str(folder / f"eth0-{len(eth0.pieces) - 1:02d}.pcap")
+    assert offset["files"][last]["packets"] == len(eth0.pieces[-1].segments)  # read to its end already
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, _whole(name))
