@@ -47,7 +47,7 @@ from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
 from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
-from .stream_frontier import frontier, read_through, taken_at_once, together
+from .stream_frontier import frontier, read_through, taken_at_once, together, writers
 
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
@@ -242,7 +242,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if not new and not flush:
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
-            if len(sessions(chain, tolerance, overlapping=False)) > 1:  # taken at once in several places
+            if len(writers(chain, tolerance)) > 1:  # taken at once in several places
                 files, earlier_files = self._tail_taken_at_once(chain, new, after, was_ns)
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1

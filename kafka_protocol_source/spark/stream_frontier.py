@@ -21,6 +21,7 @@ consumed (``stream.py``), nor which rows are new (``emit_rule.py``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from ..capture.summary import CaptureSummary, packets_through, sessions
@@ -29,14 +30,51 @@ UNBOUNDED = 1 << 62
 
 
 def taken_at_once(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[list[CaptureSummary]]]:
-    """The sessions whose files overlap in time, each as its chains: one per writer, its files
-    in the order it rotated them."""
+    """The sessions whose files overlap in time, each as its writers' rotations (``writers``)."""
     found = []
     for group in sessions(summaries, tolerance_ns, overlapping=True):
-        chains = sessions(group, tolerance_ns, overlapping=False)
+        chains = writers(group, tolerance_ns)
         if len(chains) > 1:
             found.append(chains)
     return found
+
+
+def writers(group: list[CaptureSummary], tolerance_ns: int) -> list[list[CaptureSummary]]:
+    """One session's files as the rotations of their writers, each in the order it wrote them.
+    A file follows a writer whose newest file ended before it began (within ``tolerance_ns``,
+    with the same link types) and whose name begins as its own does. Of several such writers it
+    follows the one whose newest file's name shares the longest beginning with its own. Time
+    alone cannot tell writers apart. When one tcpdump per direction rotates, both writers' files
+    end before either's next file begins, and a writer's first file may hold one packet, older
+    than the other's first. The names do tell them apart: ``in-01`` follows ``in-00``, not
+    ``out-00``, and ``out-00`` follows no ``in-`` file. Files of one writer whose names begin
+    differently are taken as two writers. That costs only waiting: the older stops bounding the
+    frontier once it has not been written for ``quietTimeout``."""
+    chains: list[list[CaptureSummary]] = []
+    for s in sorted(group, key=lambda s: (s.first_ns or 0, s.path)):
+        begins, name_at = s.first_ns or 0, len(os.path.dirname(s.path)) + 1
+        before = [
+            c
+            for c in chains
+            if 0 <= begins - (c[-1].last_ns or 0) <= tolerance_ns
+            and c[-1].linktypes == s.linktypes
+            and _shared_start(c[-1].path, s.path) > name_at
+        ]
+        if before:
+            max(before, key=lambda c: _shared_start(c[-1].path, s.path)).append(s)
+        else:
+            chains.append([s])
+    return chains
+
+
+def _shared_start(a: str, b: str) -> int:
+    """How many characters two names begin with alike (``in-00``, ``in-01``: 4)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def frontier(

@@ -33,6 +33,21 @@ class Writer:
     cooked: bool = False  # an ``-i any`` capture (SLL2) instead of Ethernet
     lag_ns: int = 3_000  # when cooked: how much later than on Ethernet it stamps each packet
 
+    def write_first(self, folder: Path, segments: int) -> None:
+        """The folder as this writer leaves it after its first ``segments`` segments."""
+        left = segments
+        for n, piece in enumerate(self.pieces):
+            if left <= 0:
+                break
+            cut = Cut(piece.segments[:left])
+            path = folder / f"{self.prefix}-{n:02d}.pcap"
+            cut.write_cooked(path, self.lag_ns) if self.cooked else cut.write(path)
+            left -= len(piece.segments)
+
+    @property
+    def segments(self) -> int:
+        return sum(len(p.segments) for p in self.pieces)
+
     def write_until(self, folder: Path, half_pieces: int) -> list[Path]:
         """The folder as this writer leaves it after ``half_pieces`` halves of its pieces."""
         written = []
@@ -67,19 +82,22 @@ def _whole(name: str) -> Counter:
     return Counter(exchange_key(e) for e in read_capture(s.path, ports=[s.broker_port]))
 
 
+@pytest.mark.parametrize("behind", [0, 1, 3])
 @pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("name", SAMPLES)
-def test_files_taken_at_once_and_rotated_are_followed_as_one_capture(tmp_path, name, split):
-    """The second writer is half a piece behind the first, once both have begun (a writer whose
-    first packets land after the other's of the same time were read is not waited for). The
-    micro-batches follow both writers together, one half piece at a time."""
+def test_files_taken_at_once_and_rotated_are_followed_as_one_capture(tmp_path, name, split, behind):
+    """The second writer is ``behind`` half pieces behind the first, once both have begun (a
+    writer whose first packets land after the other's of the same time were read is not waited
+    for). The micro-batches follow both writers together, one half piece at a time. One writer
+    per direction writes Ethernet as the other does: its files are told apart by their names,
+    not by their link types."""
     s = sample(name)
     writers = SPLITS[split](segments_of(s.path), s.broker_port)
     folder = tmp_path / "live"
     reader, options, offset, rows = watching(folder, name)
-    for step in range(1, 2 * PIECES + 2):
-        for behind, writer in enumerate(writers):
-            writer.write_until(folder, max(1, step - behind))
+    for step in range(1, 2 * PIECES + 2 + behind):
+        for lag, writer in zip((0, behind), writers, strict=True):
+            writer.write_until(folder, max(1, step - lag))
         offset = drive(reader, options, offset, rows)
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, _whole(name))
@@ -103,3 +121,23 @@ def test_a_writer_that_stopped_does_not_hold_back_the_others(tmp_path, name):
     assert offset["files"][last]["packets"] == len(eth0.pieces[-1].segments)  # read to its end already
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, _whole(name))
+
+
+@pytest.mark.parametrize("behind", [0, 1, 2])
+@pytest.mark.parametrize("name", SAMPLES)
+def test_one_writer_per_direction_behind_by_a_share_of_the_capture(tmp_path, name, behind):
+    """Two writers of one link type, the requests' writer ``behind`` sixteenths of the capture
+    behind the responses'. By time alone a rotated file may follow either writer's file before
+    it. Taken as the other writer's next file, the writer behind stopped bounding the frontier,
+    and the requests it had not written yet came out as responses whose request was missing."""
+    s = sample(name)
+    requests, responses = _per_direction(segments_of(s.path), s.broker_port)
+    folder = tmp_path / "live"
+    reader, options, offset, rows = watching(folder, name)
+    for step in range(1, 17 + behind):
+        requests.write_first(folder, max(1, requests.segments * (step - behind) // 16))
+        responses.write_first(folder, max(1, responses.segments * step // 16))
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, _whole(name))
+    assert not [r for r in rows if r.status == "request_missing"]
