@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from functools import partial
 
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
@@ -169,7 +170,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
         until: dict[str, int] = {}
         for chains in groups:
-            bound = frontier(chains, paths, consumed_of, self._writing)
+            end = max(s.last_ns or 0 for chain in chains for s in chain)
+            bound = frontier(chains, paths, consumed_of, partial(self._writing, session_end_ns=end))
             until.update((s.path, bound) for chain in chains for s in chain)
         out, last_of = [], {}
         for first_ns, path, s, packets in admitted:
@@ -183,10 +185,16 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             out.append((first_ns, path, s, packets))
         return out, last_of
 
-    def _writing(self, s: CaptureSummary) -> bool:
-        """Whether a file may still grow: written within ``quietTimeout``."""
+    def _writing(self, s: CaptureSummary, session_end_ns: int) -> bool:
+        """Whether a writer's newest file may still grow: it was written within ``quietTimeout``,
+        or the session's other files have not yet gone ``idleTimeout`` of capture time past its
+        last packet. tcpdump without ``-U`` holds a quiet interface's packets until its buffer
+        fills, often for minutes; taken as stopped, that writer's packets would come in after
+        newer ones were read, and its requests and responses would come apart."""
         written = self._written.get(s.path)
-        return written is not None and time.time_ns() - written < self.quiet_ns
+        if written is not None and time.time_ns() - written < self.quiet_ns:
+            return True
+        return s.last_ns is not None and session_end_ns - s.last_ns < self.idle_ns
 
     def _tolerance(self) -> int:
         return self.options.stitch_tolerance_ns if self.options.stitch else -1

@@ -49,7 +49,7 @@ def writers(group: list[CaptureSummary], tolerance_ns: int) -> list[list[Capture
     than the other's first. The names do tell them apart: ``in-01`` follows ``in-00``, not
     ``out-00``, and ``out-00`` follows no ``in-`` file. Files of one writer whose names begin
     differently are taken as two writers. That costs only waiting: the older stops bounding the
-    frontier once it has not been written for ``quietTimeout``."""
+    frontier once it is taken as stopped (see ``frontier``)."""
     chains: list[list[CaptureSummary]] = []
     for s in sorted(group, key=lambda s: (s.first_ns or 0, s.path)):
         begins, name_at = s.first_ns or 0, len(os.path.dirname(s.path)) + 1

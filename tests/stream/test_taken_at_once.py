@@ -107,11 +107,12 @@ def test_files_taken_at_once_and_rotated_are_followed_as_one_capture(tmp_path, n
 @pytest.mark.parametrize("name", SAMPLES)
 def test_a_writer_that_stopped_does_not_hold_back_the_others(tmp_path, name):
     """An interface's capture stops (its tcpdump was killed) while the other goes on: once its last
-    file has not been written for ``quietTimeout``, the others are read on past it."""
+    file has not been written for ``quietTimeout``, and the other has gone ``idleTimeout`` of
+    capture time past it, the other is read on past it."""
     s = sample(name)
     eth0, any_ = _per_interface(segments_of(s.path), s.broker_port)
     folder = tmp_path / "live"
-    reader, options, offset, rows = watching(folder, name, quietTimeout="600")
+    reader, options, offset, rows = watching(folder, name, quietTimeout="600", idleTimeout="1")
     for path in any_.write_until(folder, 3):  # one piece and a half, then no more
         os.utime(path, (time.time() - 3600, time.time() - 3600))
     for step in range(1, 2 * PIECES + 2):
@@ -141,3 +142,28 @@ def test_one_writer_per_direction_behind_by_a_share_of_the_capture(tmp_path, nam
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, _whole(name))
     assert not [r for r in rows if r.status == "request_missing"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_a_writer_that_holds_its_packets_past_quiet_timeout_is_waited_for(tmp_path, name):
+    """tcpdump without ``-U`` holds a quiet direction's packets until its buffer fills, often
+    longer than ``quietTimeout``. Taken as stopped then, the writer's requests came in after
+    their responses had been read: every one of them came out as ``unanswered``, its response
+    as ``request_missing``. While the other writer has not gone ``idleTimeout`` of capture time
+    past it, the held writer is waited for."""
+    s = sample(name)
+    requests, responses = _per_direction(segments_of(s.path), s.broker_port)
+    folder = tmp_path / "live"
+    reader, options, offset, rows = watching(folder, name, quietTimeout="60")
+    held = max(1, requests.segments // 8)
+    for step in range(1, 9):
+        requests.write_first(folder, held)
+        for path in folder.glob("in-*"):
+            os.utime(path, (time.time() - 120, time.time() - 120))  # not written for two minutes
+        responses.write_first(folder, responses.segments * step // 8)
+        offset = drive(reader, options, offset, rows)
+    requests.write_first(folder, requests.segments)  # the buffer is flushed at last
+    offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, _whole(name))
+    assert not [r for r in rows if r.status in ("request_missing", "unanswered")]
