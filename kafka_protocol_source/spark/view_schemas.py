@@ -88,6 +88,7 @@ GROUPS_VIEW = _fields(
     ("rebalance_start", _T),
     ("rebalance_end", _T),
     ("rebalance_ms", _D),
+    ("rebalance_start_captured", _B),
     ("joins", _I),
     ("rebalance_steps", ArrayType(REBALANCE_STEP)),
     ("rebalance_errors", ArrayType(_S)),

@@ -27,6 +27,7 @@ GROUP_COLUMNS = (
     "rebalance_start",
     "rebalance_end",
     "rebalance_ms",
+    "rebalance_start_captured",
     "joins",
     "rebalance_steps",
     "rebalance_errors",
@@ -101,6 +102,7 @@ class Generation:
         self.rebalance_start: datetime | None = None
         self.rebalance_end: datetime | None = None
         self.steps: list[dict] = []
+        self.listed: set[str | None] = set()  # the members the leader's JoinGroup answer names
         self.heartbeats = 0
         self.heartbeat_errors: list[str] = []
         self.commits = 0
@@ -163,6 +165,19 @@ class Generation:
                     if "committed_offset" in p:
                         self.committed[key] = p["committed_offset"]
 
+    def start_captured(self) -> bool | None:
+        """Whether the capture holds the rebalance's first JoinGroup, so that ``rebalance_ms`` is
+        its whole length, not a lower bound. Every member must join a rebalance, so the capture
+        began after the first join if a member the leader's answer names has no JoinGroup here,
+        or if the first JoinGroup here has no request (its answer's time stands in for it). None
+        where no rebalance was seen, and for KIP-848 epochs, which have no such list."""
+        if self.group_protocol != "classic" or self.rebalance_start is None:
+            return None
+        joins = [s for s in self.steps if s["api_name"] == "JoinGroup"]
+        if not joins or joins[0]["time"] is None:
+            return False
+        return self.listed <= {s["member_id"] for s in joins}
+
     def sort_time(self) -> datetime:
         return self.rebalance_start or self.first_seen or _NEVER
 
@@ -187,6 +202,7 @@ class Generation:
             "rebalance_start": start,
             "rebalance_end": end,
             "rebalance_ms": milliseconds(end - start) if start and end else None,
+            "rebalance_start_captured": self.start_captured(),
             "joins": sum(1 for s in self.steps if s["api_name"] in ("JoinGroup", "ConsumerGroupHeartbeat")),
             "rebalance_steps": list(self.steps),
             "rebalance_errors": errors,

@@ -144,6 +144,7 @@ class _Classic:
             if proto.get("name") == generation.protocol_name and proto.get("metadata_decoded"):
                 joined.subscribe(proto["metadata_decoded"])
         for m in resp.get("members") or ():  # only the leader's response lists them
+            generation.listed.add(m.get("member_id"))
             member = generation.member(m.get("member_id"))
             member.instance_id = m.get("group_instance_id") or member.instance_id
             if m.get("metadata_decoded"):

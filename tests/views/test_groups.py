@@ -228,12 +228,29 @@ def test_a_second_member_ends_the_first_generation_and_both_are_in_the_next():
     assert (second["ended"], second["ended_member"], second["ended_time"]) == ("member_left", "b-1", leave.request_time)
 
 
+def test_a_rebalance_whose_first_join_the_capture_missed_says_its_length_is_a_lower_bound():
+    """The capture starts after B joined and started the rebalance: the leader's answer names
+    b-1, whose JoinGroup is not in the capture. ``rebalance_ms`` runs from A's join, later than the
+    rebalance began, and says so; the same rebalance captured whole does not."""
+    whole = GroupScript()
+    whole.join("B", member_id="b-1", generation=5, leader="a-1", wait_s=2)
+    whole.join("A", member_id="a-1", generation=5, leader="a-1", members=["a-1", "b-1"], wait_s=1)
+    whole.sync("A", "a-1", 5, assignments={"a-1": [0], "b-1": [1]}, mine=[0])
+    whole.sync("B", "b-1", 5, mine=[1])
+    [row] = group_rows(whole.exchanges)
+    assert row["rebalance_start_captured"] is True
+    [late] = group_rows(whole.exchanges[1:])
+    assert late["rebalance_start_captured"] is False
+    assert 0 < late["rebalance_ms"] < row["rebalance_ms"]
+
+
 def test_a_capture_that_starts_mid_generation_still_has_that_generation():
     g = GroupScript()
     g.heartbeat("A", "a-1", 7)
     g.heartbeat("A", "a-1", 7, error=25)  # UNKNOWN_MEMBER_ID: its session expired
     [row] = group_rows(g.exchanges)
     assert (row["generation_id"], row["rebalance_start"], row["rebalance_end"], row["joins"]) == (7, None, None, 0)
+    assert row["rebalance_start_captured"] is None
     assert [m["member_id"] for m in row["members"]] == ["a-1"]
     assert (row["ended"], row["ended_member"]) == ("member_fenced", "a-1")
 
