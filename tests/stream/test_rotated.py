@@ -16,7 +16,7 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE
-from tests.cuts import segments_of
+from tests.cuts import by_direction, segments_of
 from tests.samples.catalog import sample
 
 from .rotated_pieces import SAMPLES, by_time, exchange_key, rotated_pieces
@@ -314,3 +314,27 @@ def test_with_an_idle_timeout_shorter_than_a_micro_batch_each_row_comes_once(spa
 
 def _row(r):
     return r.connection_id, r.correlation_id, r.status
+
+
+def test_one_capture_per_direction_streams_as_one_capture(spark, tmp_path):
+    """Two writers, one per direction, land their rotated files in the folder a pair at a time.
+    Each was a capture of its own: not one request met its response."""
+    name = SAMPLES[0]
+    s = sample(name)
+    to_broker, from_broker = by_direction(segments_of(s.path), s.broker_port)
+    sides = [by_time(to_broker.segments, 3), by_time(from_broker.segments, 3)]
+    folder, src = tmp_path / "in", tmp_path / "src"
+    folder.mkdir()
+    src.mkdir()
+    query = _start(spark, folder, tmp_path / "ck", name, "per_direction").start()
+    try:
+        for n, pair in enumerate(zip(*sides, strict=True)):
+            for prefix, piece in zip(("in", "out"), pair, strict=True):
+                shutil.copy(piece.write(src / f"{prefix}-{n:02d}.pcap"), folder)
+            query.processAllAvailable()
+        _drain(query)
+    finally:
+        query.stop()
+    rows = spark.sql("SELECT * FROM per_direction WHERE status = 'ok'").collect()
+    whole = Counter(exchange_key(e) for e in read_capture(s.path, ports=[s.broker_port]) if e.status == "ok")
+    assert Counter(exchange_key(r) for r in rows) == whole
