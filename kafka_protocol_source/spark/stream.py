@@ -101,6 +101,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
         grown, copies = [], {}
+        finished = self._finished(available)
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
@@ -116,7 +117,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue  # another file holds these packets and more: it is read, this one waits
             else:
                 before = 0
-            if limit_packets > before or limit_packets < before:  # grown, or cut short (truncated)
+            tail_left = path in finished and limit_packets == s.packets and not (seen or {}).get("tail")
+            if limit_packets > before or limit_packets < before or tail_left:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
         grown, last_of = self._at_frontier(self._admit(grown, limit), grown, available, consumed)
@@ -137,6 +139,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 "first_crc": s.first_crc,
                 "crc": s.prefix_crc if whole else prefix_crc(path, packets),
             }
+            if whole and path in finished:
+                entry["tail"] = True  # the record its end cut short is read too: it stays cut
             files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
@@ -178,12 +182,26 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if path in until:
                 before = consumed_of(s)[0]
                 packets, last_ns = read_through(s, until[path], before, packets)
-                if packets == before:
+                if packets == before < s.packets:
                     continue  # nothing of it up to the frontier that was not read before
                 if last_ns is not None:
                     last_of[path] = last_ns
             out.append((first_ns, path, s, packets))
         return out, last_of
+
+    def _finished(self, available: dict[str, CaptureSummary]) -> set[str]:
+        """The files that end in a record cut short and that their writer has moved on from (a
+        later file of its rotation is here): tcpdump killed mid-write, then started again. The
+        cut record stays cut, so it is read, as a batch read reads it, with the row that says the
+        file was truncated."""
+        if all(s.complete for s in available.values()):
+            return set()
+        tolerance = self._tolerance()
+        moved_on: set[str] = set()
+        for group in sessions(list(available.values()), tolerance, overlapping=True):
+            for chain in writers(group, tolerance):
+                moved_on.update(s.path for s in chain[:-1] if not s.complete)
+        return moved_on
 
     def _writing(self, s: CaptureSummary, session_end_ns: int) -> bool:
         """Whether a writer's newest file may still grow: it was written within ``quietTimeout``,
@@ -394,5 +412,7 @@ def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:
 
 
 def _packets(files: dict, s: CaptureSummary) -> int:
+    """How many packets of ``s`` an offset's ``files`` have consumed, counting a record its end
+    cut short (``tail``) as one."""
     seen = files.get(s.path)
-    return seen["packets"] if seen and seen["first_ns"] == (s.first_ns or 0) else 0
+    return seen["packets"] + bool(seen.get("tail")) if seen and seen["first_ns"] == (s.first_ns or 0) else 0

@@ -348,3 +348,24 @@ def test_logrotate_racing_a_micro_batch_reads_each_file_once(tmp_path, style, wh
         offset = end
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, whole)
+
+
+def test_a_file_its_writer_left_cut_mid_record_gives_the_cut_record_and_says_so(tmp_path):
+    """tcpdump was killed mid-write and started again: the file before ends in a record cut
+    short. The stream waited for the rest of that record for good, so the row saying the file
+    was truncated never came, and the part of the record that was captured was not read. Once
+    a later file of the rotation is there, the stream gives what a batch read of the folder does."""
+    name = SAMPLES[0]
+    files, _ = rotated_pieces(tmp_path, name, "packets", 4)
+    files[1].write_bytes(files[1].read_bytes()[:-10])
+    port = sample(name).broker_port
+    batch = Counter(exchange_key(e) for e in read_capture([str(f) for f in files], ports=[port]))
+    reader, options, offset, rows = watching(tmp_path / "rotating", name)
+    for f in files:
+        shutil.copy(f, tmp_path / "rotating" / f.name)
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert Counter(exchange_key(r) for r in rows) == batch
+    assert [r.error for r in rows if r.status == "capture_error"] == [
+        e.error for e in read_capture([str(f) for f in files], ports=[port]) if e.status == "capture_error"
+    ]
