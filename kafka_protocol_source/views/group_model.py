@@ -102,7 +102,10 @@ class Generation:
         self.rebalance_start: datetime | None = None
         self.rebalance_end: datetime | None = None
         self.steps: list[dict] = []
-        self.listed: set[str | None] = set()  # the members the leader's JoinGroup answer names
+        self.listed: set[str | None] = set()  # the members the leader names (JoinGroup answer, SyncGroup)
+        # The rebalance's first JoinGroup here begins it: a new member's (no id yet), or one after
+        # a generation of the group that the capture holds.
+        self.began_here = False
         self.heartbeats = 0
         self.heartbeat_errors: list[str] = []
         self.commits = 0
@@ -166,17 +169,19 @@ class Generation:
                         self.committed[key] = p["committed_offset"]
 
     def start_captured(self) -> bool | None:
-        """Whether the capture holds the rebalance's first JoinGroup, so that ``rebalance_ms`` is
-        its whole length, not a lower bound. Every member must join a rebalance, so the capture
-        began after the first join if a member the leader's answer names has no JoinGroup here,
-        or if the first JoinGroup here has no request (its answer's time stands in for it). None
-        where no rebalance was seen, and for KIP-848 epochs, which have no such list."""
-        if self.group_protocol != "classic" or self.rebalance_start is None:
+        """Whether the capture holds the rebalance from its start, so that ``rebalance_ms`` is its
+        whole length, not a lower bound. Every member must join a rebalance, and the leader names
+        them all. The start is held if the first JoinGroup here has its request and begins the
+        rebalance (``began_here``), and every member the leader names joins here (a join whose
+        member id was not read may be any one of them). None where the rebalance was not seen
+        from a join to its end, and for KIP-848 epochs, which have no such list."""
+        if self.group_protocol != "classic" or self.rebalance_start is None or self.rebalance_end is None:
             return None
         joins = [s for s in self.steps if s["api_name"] == "JoinGroup"]
-        if not joins or joins[0]["time"] is None:
+        if not joins or joins[0]["time"] is None or not self.began_here:
             return False
-        return self.listed <= {s["member_id"] for s in joins}
+        unknown = sum(1 for s in joins if s["member_id"] is None)
+        return len(self.listed - {s["member_id"] for s in joins}) <= unknown
 
     def sort_time(self) -> datetime:
         return self.rebalance_start or self.first_seen or _NEVER

@@ -125,6 +125,7 @@ class _Classic:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
             rebalance.rebalance_start = ex.request_time or ex.response_time
             current = self.current.get(group)
+            rebalance.began_here = current is not None or not member_id
             if current is not None:
                 why = "member_rejoined" if member_id in current.members else "member_joined"
                 current.end(why, ex.request_time, joining)
@@ -189,6 +190,7 @@ class _Classic:
             req.get("protocol_type") or generation.protocol_type or self.protocol_types.get(group)
         ) == "consumer"
         for a in req.get("assignments") or ():  # only the leader's request carries them
+            generation.listed.add(a.get("member_id"))
             self._assign(generation.member(a.get("member_id")), a, consumer)
         member = generation.member(member_id)
         member.seen_in(ex)

@@ -231,17 +231,33 @@ def test_a_second_member_ends_the_first_generation_and_both_are_in_the_next():
 def test_a_rebalance_whose_first_join_the_capture_missed_says_its_length_is_a_lower_bound():
     """The capture starts after B joined and started the rebalance: the leader's answer names
     b-1, whose JoinGroup is not in the capture. ``rebalance_ms`` runs from A's join, later than the
-    rebalance began, and says so; the same rebalance captured whole does not."""
+    rebalance began, and says so; the same rebalance captured whole, from the generation before
+    it, does not."""
     whole = GroupScript()
+    whole.join("A", member_id="a-1", generation=4, leader="a-1", members=["a-1"])
+    whole.sync("A", "a-1", 4, assignments={"a-1": [0, 1]}, mine=[0, 1])
     whole.join("B", member_id="b-1", generation=5, leader="a-1", wait_s=2)
     whole.join("A", member_id="a-1", generation=5, leader="a-1", members=["a-1", "b-1"], wait_s=1)
     whole.sync("A", "a-1", 5, assignments={"a-1": [0], "b-1": [1]}, mine=[0])
     whole.sync("B", "b-1", 5, mine=[1])
-    [row] = group_rows(whole.exchanges)
+    before, row = group_rows(whole.exchanges)
     assert row["rebalance_start_captured"] is True
-    [late] = group_rows(whole.exchanges[1:])
+    assert before["rebalance_start_captured"] is False  # a known member's join, the first here
+    [late] = group_rows(whole.exchanges[3:])
     assert late["rebalance_start_captured"] is False
     assert 0 < late["rebalance_ms"] < row["rebalance_ms"]
+
+
+@pytest.mark.parametrize("cut", [0, 1])
+def test_a_new_members_first_join_is_where_its_rebalance_starts(cut):
+    """A new member joins without an id and is answered MEMBER_ID_REQUIRED: that begins the
+    rebalance. A capture that missed it holds the join with the new id, later."""
+    g = GroupScript()
+    g.join("A", error=MEMBER_ID_REQUIRED, assigned_id="a-1")
+    g.join("A", member_id="a-1", generation=1, leader="a-1", members=["a-1"], wait_s=1)
+    g.sync("A", "a-1", 1, assignments={"a-1": [0]}, mine=[0])
+    [row] = group_rows(g.exchanges[cut:])
+    assert row["rebalance_start_captured"] is (cut == 0)
 
 
 def test_a_capture_that_starts_mid_generation_still_has_that_generation():
