@@ -77,7 +77,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # clock: a file copied in with an old modification time is new all the same), or was
         # written (a file minFileAge still holds back, too). Quiet is that long ago.
         self._listing: frozenset | None = None
-        self._written: dict[str, int] = {}  # per file, when it was last written (as listed last)
+        # Per file, its size and modification time as last listed, and when it was last written:
+        # its modification time, or when this reader saw it change (a file copied in with
+        # ``cp -p`` carries an old modification time, and is new all the same).
+        self._written: dict[str, tuple[int, int, int]] = {}
         self._changed_ns = time.time_ns()
 
     # -- offsets ----------------------------------------------------------------------
@@ -210,7 +213,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         fills, often for minutes; taken as stopped, that writer's packets would come in after
         newer ones were read, and its requests and responses would come apart."""
         written = self._written.get(s.path)
-        if written is not None and time.time_ns() - written < self.quiet_ns:
+        if written is not None and time.time_ns() - written[2] < self.quiet_ns:
             return True
         return s.last_ns is not None and session_end_ns - s.last_ns < self.idle_ns
 
@@ -347,7 +350,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 every[path] = os.stat(path)
             except OSError:
                 continue
-        self._written = {path: st.st_mtime_ns for path, st in every.items()}
+        self._written = {path: _written(st, self._written.get(path), now) for path, st in every.items()}
         listing = frozenset((path, st.st_size, st.st_mtime_ns) for path, st in every.items())
         if listing != self._listing:
             self._listing, self._changed_ns = listing, now
@@ -393,6 +396,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if key not in self._summaries:
             self._summaries[key] = summarize(path, digest=True)
         return self._summaries[key]
+
+
+def _written(st: os.stat_result, before: tuple[int, int, int] | None, now: int) -> tuple[int, int, int]:
+    """(size, modification time, when last written) of a file listed ``now``."""
+    if before is not None and before[:2] == (st.st_size, st.st_mtime_ns):
+        return before
+    return st.st_size, st.st_mtime_ns, max(st.st_mtime_ns, now)  # (changed since: now, as this reader saw it)
 
 
 def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:

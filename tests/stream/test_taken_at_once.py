@@ -112,10 +112,12 @@ def test_a_writer_that_stopped_does_not_hold_back_the_others(tmp_path, name):
     s = sample(name)
     eth0, any_ = _per_interface(segments_of(s.path), s.broker_port)
     folder = tmp_path / "live"
-    reader, options, offset, rows = watching(folder, name, quietTimeout="600", idleTimeout="1")
-    for path in any_.write_until(folder, 3):  # one piece and a half, then no more
-        os.utime(path, (time.time() - 3600, time.time() - 3600))
-    for step in range(1, 2 * PIECES + 2):
+    reader, options, offset, rows = watching(folder, name, quietTimeout="1", idleTimeout="1")
+    any_.write_until(folder, 3)  # one piece and a half, then no more
+    eth0.write_until(folder, 1)
+    offset = drive(reader, options, offset, rows)
+    time.sleep(1.2)  # any's files, as this reader saw them, not written for quietTimeout
+    for step in range(2, 2 * PIECES + 2):
         eth0.write_until(folder, step)
         offset = drive(reader, options, offset, rows)
     last = str(folder / f"eth0-{len(eth0.pieces) - 1:02d}.pcap")
@@ -154,12 +156,12 @@ def test_a_writer_that_holds_its_packets_past_quiet_timeout_is_waited_for(tmp_pa
     s = sample(name)
     requests, responses = _per_direction(segments_of(s.path), s.broker_port)
     folder = tmp_path / "live"
-    reader, options, offset, rows = watching(folder, name, quietTimeout="60")
-    held = max(1, requests.segments // 8)
-    for step in range(1, 9):
-        requests.write_first(folder, held)
-        for path in folder.glob("in-*"):
-            os.utime(path, (time.time() - 120, time.time() - 120))  # not written for two minutes
+    reader, options, offset, rows = watching(folder, name, quietTimeout="1")
+    requests.write_first(folder, max(1, requests.segments // 8))
+    responses.write_first(folder, responses.segments // 8)
+    offset = drive(reader, options, offset, rows)
+    time.sleep(1.2)  # the requests' file, as this reader saw it, not written for quietTimeout
+    for step in range(2, 9):
         responses.write_first(folder, responses.segments * step // 8)
         offset = drive(reader, options, offset, rows)
     requests.write_first(folder, requests.segments)  # the buffer is flushed at last
@@ -167,3 +169,26 @@ def test_a_writer_that_holds_its_packets_past_quiet_timeout_is_waited_for(tmp_pa
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, _whole(name))
     assert not [r for r in rows if r.status in ("request_missing", "unanswered")]
+
+
+@pytest.mark.parametrize("split", ["per_interface_behind_stamps_earlier", "per_direction"])
+def test_whole_files_copied_in_with_old_modification_times_read_once(tmp_path, split):
+    """``cp -p`` and ``rsync -t`` keep the files' old modification times. A writer whose next
+    file had not landed yet looked stopped, and the other writer was read past it: copies
+    stamped earlier came out twice, responses before their requests as ``request_missing``.
+    A file counts as written when this reader saw it change."""
+    name = SAMPLES[0]
+    s = sample(name)
+    first, second = SPLITS[split](segments_of(s.path), s.broker_port)
+    folder = tmp_path / "copies"
+    reader, options, offset, rows = watching(folder, name, idleTimeout="1")
+    for n in range(len(first.pieces)):
+        for writer in (first, second):
+            landed = writer.write_until(folder, 2 * n + 2)[-1]
+            os.utime(landed, (time.time() - 7200, time.time() - 7200))
+            if n:  # (the first files land together: a writer whose first file comes late is not waited for)
+                offset = drive(reader, options, offset, rows)
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, _whole(name))
+    assert not [r for r in rows if r.status == "request_missing"]
