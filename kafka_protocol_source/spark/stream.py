@@ -42,7 +42,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
+from ..capture.summary import CaptureSummary, packets_through, prefix_crc, sessions, summarize
 from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
@@ -161,8 +161,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """``admitted`` (of ``grown``) with the files of each session taken at once in several
         places admitted together, each read only up to the session's frontier
         (``stream_frontier``); and, per file cut short by it, the time of the last packet read."""
-        if self._target is not None or self._quiet():
-            return admitted, {}  # availableNow: all there was; quiet: every writer has stopped
+        # availableNow: all there was; quiet: every writer has stopped. Then no writer bounds the
+        # frontier, but files a micro-batch leaves unread (maxFilesPerTrigger) still do.
+        settled = self._target is not None or self._quiet()
         groups = taken_at_once(list(available.values()), self._tolerance())
         if not groups:
             return admitted, {}
@@ -178,7 +179,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         until: dict[str, int] = {}
         for chains in groups:
             end = max(s.last_ns or 0 for chain in chains for s in chain)
-            bound = frontier(chains, paths, consumed_of, partial(self._writing, session_end_ns=end))
+            writing = _stopped if settled else partial(self._writing, session_end_ns=end)
+            bound = frontier(chains, paths, consumed_of, writing)
             until.update((s.path, bound) for chain in chains for s in chain)
         out, last_of = [], {}
         for first_ns, path, s, packets in admitted:
@@ -273,6 +275,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
             if len(writers(chain, tolerance)) > 1:  # taken at once in several places
                 files, earlier_files = self._tail_taken_at_once(chain, new, after, was_ns)
+                parts += _late_notices(chain, new, before)
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1
                 last_new = chain.index(new[-1]) if new else len(chain) - 1
@@ -396,6 +399,35 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if key not in self._summaries:
             self._summaries[key] = summarize(path, digest=True)
         return self._summaries[key]
+
+
+def _stopped(s: CaptureSummary) -> bool:
+    """No writer is writing: availableNow, or the folder is quiet."""
+    return False
+
+
+def _late_notices(files: list[CaptureSummary], new: list[CaptureSummary], before: dict) -> list[CapturePartition]:
+    """For a session taken at once in several places: a notice for each file whose new packets
+    are older than packets its other files had given before (a writer that began late, or held
+    its packets past both timeouts). The frontier cannot keep those in order."""
+    notices = []
+    for s in new:
+        read_to = max(
+            (e.get("last_ns") or 0 for o in files if o is not s and _packets(before, o) and (e := before[o.path])),
+            default=0,
+        )
+        was = _packets(before, s)
+        late = packets_through(s.path, read_to - 1)[0] - was if read_to else 0
+        if late > 0:
+            notices.append(
+                CapturePartition(
+                    (s.path,),
+                    notice=f"{late} packets of this file came after the files taken beside it had been read past "
+                    "their capture time (a writer that began late, or held its packets longer than quietTimeout "
+                    "and idleTimeout): exchanges they carry may come out twice, or a request apart from its response",
+                )
+            )
+    return notices
 
 
 def _written(st: os.stat_result, before: tuple[int, int, int] | None, now: int) -> tuple[int, int, int]:
