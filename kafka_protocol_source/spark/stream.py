@@ -42,14 +42,29 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..capture.summary import CaptureSummary, packets_through, prefix_crc, sessions, summarize
+from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
 from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
 from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
-from .stream_frontier import frontier, read_through, taken_at_once, together, writers
+from .stream_frontier import (
+    consumed_packets,
+    frontier,
+    late_packets,
+    moved_on,
+    read_through,
+    reread,
+    taken_at_once,
+    together,
+    writers,
+)
 
+_LATE = (
+    "came after the files taken beside it had been read past their capture time (a writer that began late, "
+    "or held its packets longer than quietTimeout and idleTimeout): exchanges they carry may come out twice, "
+    "or a request apart from its response"
+)
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
 
@@ -104,7 +119,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
         grown, copies = [], {}
-        finished = self._finished(available)
+        finished = moved_on(list(available.values()), self._tolerance())
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
@@ -194,20 +209,6 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             out.append((first_ns, path, s, packets))
         return out, last_of
 
-    def _finished(self, available: dict[str, CaptureSummary]) -> set[str]:
-        """The files that end in a record cut short and that their writer has moved on from (a
-        later file of its rotation is here): tcpdump killed mid-write, then started again. The
-        cut record stays cut, so it is read, as a batch read reads it, with the row that says the
-        file was truncated."""
-        if all(s.complete for s in available.values()):
-            return set()
-        tolerance = self._tolerance()
-        moved_on: set[str] = set()
-        for group in sessions(list(available.values()), tolerance, overlapping=True):
-            for chain in writers(group, tolerance):
-                moved_on.update(s.path for s in chain[:-1] if not s.complete)
-        return moved_on
-
     def _writing(self, s: CaptureSummary, session_end_ns: int) -> bool:
         """Whether a writer's newest file may still grow: it was written within ``quietTimeout``,
         or the session's other files have not yet gone ``idleTimeout`` of capture time past its
@@ -268,22 +269,25 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 )
         tolerance = self._tolerance()
         for chain in sessions(summaries, tolerance, overlapping=True):
-            new = [s for s in chain if _packets(after, s) > _packets(before, s)]
+            new = [s for s in chain if consumed_packets(after, s) > consumed_packets(before, s)]
             flush = end["end_ns"] == QUIET and start["end_ns"] != QUIET and chain[0].container != OTHER
             if not new and not flush:
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
             if len(writers(chain, tolerance)) > 1:  # taken at once in several places
-                files, earlier_files = self._tail_taken_at_once(chain, new, after, was_ns)
-                parts += _late_notices(chain, new, before)
+                files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns)
+                parts += [
+                    CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
+                    for path, late in late_packets(chain, new, before)
+                ]
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1
                 last_new = chain.index(new[-1]) if new else len(chain) - 1
                 tail_from = self._tail_start(chain, first_new, was_ns)
                 files, earlier_files = chain[tail_from : last_new + 1], chain[:tail_from]
             paths = tuple(s.path for s in files)
-            limits = {s.path: _packets(after, s) for s in files}
-            new_from = {s.path: _packets(before, s) for s in files}
+            limits = {s.path: consumed_packets(after, s) for s in files}
+            new_from = {s.path: consumed_packets(before, s) for s in files}
             after_flush = start["end_ns"] == QUIET
             emit: EmitRule | None = EmitRule(
                 new_from,
@@ -295,7 +299,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 emit = None  # read once, whole: every row it gives is new
             size = sum(s.size for s in files)
             count = min(MAX_SPLITS_PER_FILE, max(1, math.ceil(size / self.options.split_size)))
-            earlier = tuple((s.path, _packets(after, s)) for s in earlier_files)
+            earlier = tuple((s.path, consumed_packets(after, s)) for s in earlier_files)
             read_of = {p: (after[p]["first_ns"], after[p].get("first_crc"), after[p].get("crc")) for p in paths}
             parts += [
                 CapturePartition(paths, i, count, limits, emit, earlier=earlier, read_of=read_of) for i in range(count)
@@ -310,18 +314,6 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
             start -= 1
         return max(0, min(start, first_new - 1)) if first_new > 0 else 0
-
-    def _tail_taken_at_once(
-        self, files: list[CaptureSummary], new: list[CaptureSummary], after: dict, was_ns: int | None
-    ) -> tuple[list[CaptureSummary], list[CaptureSummary]]:
-        """For a session of files that overlap in time: the files to re-read (every one read so far
-        with packets in the last ``idleTimeout`` before the new packets, and before the session's end
-        before: ``was_ns``), in the order of their first packets, and the files before them."""
-        anchor = min(s.first_ns or 0 for s in new) if new else max(s.first_ns or 0 for s in files)
-        from_ns = min(anchor, was_ns if was_ns is not None else 1 << 62) - self.idle_ns
-        read = [s for s in files if _packets(after, s) > 0 and (s.last_ns or 0) >= from_ns]
-        order = sorted(read, key=lambda s: (s.first_ns or 0, s.path))  # (not by their ends: they grow)
-        return order, [s for s in files if s not in read]
 
     def _stale_window(
         self, was_ns: int | None, now_ns: int | None, quiet: bool, after_flush: bool
@@ -406,30 +398,6 @@ def _stopped(s: CaptureSummary) -> bool:
     return False
 
 
-def _late_notices(files: list[CaptureSummary], new: list[CaptureSummary], before: dict) -> list[CapturePartition]:
-    """For a session taken at once in several places: a notice for each file whose new packets
-    are older than packets its other files had given before (a writer that began late, or held
-    its packets past both timeouts). The frontier cannot keep those in order."""
-    notices = []
-    for s in new:
-        read_to = max(
-            (e.get("last_ns") or 0 for o in files if o is not s and _packets(before, o) and (e := before[o.path])),
-            default=0,
-        )
-        was = _packets(before, s)
-        late = packets_through(s.path, read_to - 1)[0] - was if read_to else 0
-        if late > 0:
-            notices.append(
-                CapturePartition(
-                    (s.path,),
-                    notice=f"{late} packets of this file came after the files taken beside it had been read past "
-                    "their capture time (a writer that began late, or held its packets longer than quietTimeout "
-                    "and idleTimeout): exchanges they carry may come out twice, or a request apart from its response",
-                )
-            )
-    return notices
-
-
 def _written(st: os.stat_result, before: tuple[int, int, int] | None, now: int) -> tuple[int, int, int]:
     """(size, modification time, when last written) of a file listed ``now``."""
     if before is not None and before[:2] == (st.st_size, st.st_mtime_ns):
@@ -444,17 +412,10 @@ def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:
     ends = []
     for s in chain:
         seen = files.get(s.path)
-        if _packets(files, s) == 0 or seen is None:
+        if consumed_packets(files, s) == 0 or seen is None:
             continue
         if seen["packets"] == s.packets:
             ends.append(s.last_ns or 0)
         else:
             ends.append(seen.get("last_ns") or s.first_ns or 0)
     return max(ends) if ends else None
-
-
-def _packets(files: dict, s: CaptureSummary) -> int:
-    """How many packets of ``s`` an offset's ``files`` have consumed, counting a record its end
-    cut short (``tail``) as one."""
-    seen = files.get(s.path)
-    return seen["packets"] + bool(seen.get("tail")) if seen and seen["first_ns"] == (s.first_ns or 0) else 0

@@ -14,9 +14,11 @@ file this micro-batch leaves unread starts after. Every copy not yet consumed is
 every copy consumed, and never comes first. Files whose writers keep pace are read as far as
 before.
 
-Owns that frontier: which files bound it, which files a micro-batch takes together, and how far
-each may be read. Does not decide which files are one session (``summary.sessions``), what was
-consumed (``stream.py``), nor which rows are new (``emit_rule.py``).
+Owns that frontier: which files bound it, which files a micro-batch takes together, how far each
+may be read and which to re-read; also what follows from knowing each writer's rotation: files
+a writer moved on from with a record cut short (``moved_on``), and packets that came too late to
+keep in order (``late_packets``). Does not decide which files are one session
+(``summary.sessions``), what to consume (``stream.py``), nor which rows are new (``emit_rule.py``).
 """
 
 from __future__ import annotations
@@ -136,3 +138,51 @@ def read_through(s: CaptureSummary, until_ns: int, before: int, packets: int) ->
     if n <= before:
         return before, None
     return (n, last_ns) if n <= packets else (packets, None)
+
+
+def consumed_packets(files: dict, s: CaptureSummary) -> int:
+    """How many packets of ``s`` an offset's ``files`` have consumed, counting a record its end
+    cut short (``tail``) as one."""
+    seen = files.get(s.path)
+    return seen["packets"] + bool(seen.get("tail")) if seen and seen["first_ns"] == (s.first_ns or 0) else 0
+
+
+def reread(
+    files: list[CaptureSummary], new: list[CaptureSummary], after: dict, was_ns: int | None, idle_ns: int
+) -> tuple[list[CaptureSummary], list[CaptureSummary]]:
+    """For a session taken at once in several places: the files to re-read (every one read so far
+    with packets in the last ``idle_ns`` before the new packets, and before the session's end
+    before: ``was_ns``), in the order of their first packets, and the files before them."""
+    anchor = min(s.first_ns or 0 for s in new) if new else max(s.first_ns or 0 for s in files)
+    from_ns = min(anchor, was_ns if was_ns is not None else 1 << 62) - idle_ns
+    read = [s for s in files if consumed_packets(after, s) > 0 and (s.last_ns or 0) >= from_ns]
+    order = sorted(read, key=lambda s: (s.first_ns or 0, s.path))  # (not by their ends: they grow)
+    return order, [s for s in files if s not in read]
+
+
+def late_packets(files: list[CaptureSummary], new: list[CaptureSummary], before: dict) -> list[tuple[str, int]]:
+    """(path, how many) for each of a session's files whose new packets are older than packets its
+    other files had given ``before`` (a writer that began late, or held its packets past both
+    timeouts): the frontier cannot keep those in order."""
+    found = []
+    for s in new:
+        others = [before[o.path] for o in files if o is not s and consumed_packets(before, o)]
+        read_to = max((e.get("last_ns") or 0 for e in others), default=0)
+        late = packets_through(s.path, read_to - 1)[0] - consumed_packets(before, s) if read_to else 0
+        if late > 0:
+            found.append((s.path, late))
+    return found
+
+
+def moved_on(summaries: list[CaptureSummary], tolerance_ns: int) -> set[str]:
+    """The files that end in a record cut short and that their writer has moved on from (a later
+    file of its rotation is here): tcpdump killed mid-write, then started again. The cut record
+    stays cut, so a stream reads it, as a batch read does, with the row that says the file was
+    truncated."""
+    if all(s.complete for s in summaries):
+        return set()
+    found: set[str] = set()
+    for group in sessions(summaries, tolerance_ns, overlapping=True):
+        for chain in writers(group, tolerance_ns):
+            found.update(s.path for s in chain[:-1] if not s.complete)
+    return found
