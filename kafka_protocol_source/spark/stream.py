@@ -157,8 +157,12 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 "first_crc": s.first_crc,
                 "crc": s.prefix_crc if whole else prefix_crc(path, packets),
             }
-            if whole and path in finished:
-                entry["tail"] = True  # the record its end cut short is read too: it stays cut
+            # The record its end cut short is read too: it stays cut. In a file that shrank after it
+            # was read, it was read whole before: not again.
+            was = consumed.get(path)
+            shrank = was is not None and was["first_ns"] == entry["first_ns"] and packets < was["packets"]
+            if whole and (path in finished or (shrank and not s.complete)):
+                entry["tail"] = True
             files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
