@@ -278,7 +278,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if not new and not flush:
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
-            if len(writers(chain, tolerance)) > 1:  # taken at once in several places
+            by_writer = writers(chain, tolerance)
+            if len(by_writer) > 1:  # taken at once in several places
+                # Staleness runs on the writer read least far: one read further (the frontier
+                # lifted for it) must not make the others' open requests look given up.
+                was_ns, now_ns = _least_end(by_writer, before), _least_end(by_writer, after)
                 files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns)
                 parts += [
                     CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
@@ -407,6 +411,12 @@ def _written(st: os.stat_result, before: tuple[int, int, int] | None, now: int) 
     if before is not None and before[:2] == (st.st_size, st.st_mtime_ns):
         return before
     return st.st_size, st.st_mtime_ns, max(st.st_mtime_ns, now)  # (changed since: now, as this reader saw it)
+
+
+def _least_end(chains: list[list[CaptureSummary]], files: dict) -> int | None:
+    """The least of the writers' session ends (``_session_end``) that ``files`` has consumed."""
+    ends = [end for chain in chains if (end := _session_end(chain, files)) is not None]
+    return min(ends) if ends else None
 
 
 def _session_end(chain: list[CaptureSummary], files: dict) -> int | None:
