@@ -4,10 +4,12 @@ Classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit): a 
 starts with the first JoinGroup request after the group was stable (or the first one seen) and
 gathers every JoinGroup and SyncGroup until the generation's SyncGroups are answered: a
 ``MEMBER_ID_REQUIRED`` answer and the join that follows it (KIP-394) are two steps of one
-rebalance. The generation's members, protocol and leader come from the JoinGroup responses (the
-leader's lists every member and its subscription), assignments from the SyncGroups (decoded as
-ConsumerProtocolAssignment here when the decoder could not know the group's protocol type: a
-SyncGroup request older than v5 does not carry it). A generation ends when a member leaves, a
+rebalance. A rebalance that fails before it syncs (a SyncGroup or Heartbeat answered
+``REBALANCE_IN_PROGRESS``, a join answered with a later generation) ends there, and the joins
+after it are the next rebalance's. The generation's members, protocol and leader come from the
+JoinGroup responses (the leader's lists every member and its subscription), assignments from the
+SyncGroups (decoded as ConsumerProtocolAssignment here when the decoder could not know the
+group's protocol type: a SyncGroup request older than v5 does not carry it). A generation ends when a member leaves, a
 member (re)joins, the coordinator answers ``REBALANCE_IN_PROGRESS`` or fences a member, or the
 capture ends. KIP-848 groups (ConsumerGroupHeartbeat) are read by ``group_epochs``. A group is
 one group id at one coordinator.
@@ -120,7 +122,11 @@ class _Classic:
     def _join(self, ex, group, req, resp) -> None:
         member_id = req.get("member_id") or ""
         joining = member_id or resp.get("member_id") or None  # a new member's id is in the answer (KIP-394)
+        code = resp.get("error_code") if ex.response is not None else None
         rebalance = self.rebalancing.get(group)
+        under_way = rebalance.generation_id if rebalance is not None else None
+        if under_way is not None and code == 0 and resp.get("generation_id", -1) > under_way:
+            rebalance = None  # answered with a later generation: the rebalance under way never synced
         if rebalance is None:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
             rebalance.rebalance_start = ex.request_time or ex.response_time
@@ -131,7 +137,6 @@ class _Classic:
                 current.end(why, ex.request_time, joining)
         if req.get("protocol_type"):
             self.protocol_types[group] = req["protocol_type"]
-        code = resp.get("error_code") if ex.response is not None else None
         rebalance.step(ex, joining, code)
         if code != 0 or resp.get("generation_id", -1) < 0:
             return
@@ -235,6 +240,8 @@ class _Classic:
     def _error(self, generation: Generation, ex, member_id, code: int) -> None:
         if code == REBALANCE_IN_PROGRESS:
             generation.end("rebalance_in_progress", ex.response_time, None)
+            if self.rebalancing.get(generation.group_id) is generation:
+                del self.rebalancing[generation.group_id]  # it never synced: the next join begins another
         elif code in FENCED:
             generation.end("member_fenced", ex.response_time, member_id)
 

@@ -21,7 +21,7 @@ NAMES = {
     14: "SyncGroup",
     68: "ConsumerGroupHeartbeat",
 }
-CLIENTS = {"A": ("10.0.0.1:40001", "app-a"), "B": ("10.0.0.2:40002", "app-b")}
+CLIENTS = {"A": ("10.0.0.1:40001", "app-a"), "B": ("10.0.0.2:40002", "app-b"), "C": ("10.0.0.3:40003", "app-c")}
 
 
 class GroupScript:

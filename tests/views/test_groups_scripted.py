@@ -213,3 +213,57 @@ def test_a_commit_whose_answer_the_capture_cut_is_committed_only_where_the_answe
         [row] = group_rows(exchanges)
         committed[cut] = row["committed"]
     assert committed == {False: [], True: []}
+
+
+REBALANCE_IN_PROGRESS = 27
+
+
+def test_a_rebalance_that_fails_at_its_syncs_ends_there_and_the_joins_after_it_are_the_next_ones():
+    """Generation 2's joins are answered, then C joins before the syncs: both SyncGroups are
+    answered REBALANCE_IN_PROGRESS and everyone joins again for generation 3. C's join and the
+    rejoins are generation 3's rebalance, which the capture holds from its start."""
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=1, leader="a-1", members=["a-1"])
+    g.sync("A", "a-1", 1, assignments={"a-1": [0, 1, 2]}, mine=[0, 1, 2])
+    b_join = g.join("B", member_id="b-1", generation=2, leader="a-1")
+    g.join("A", member_id="a-1", generation=2, leader="a-1", members=["a-1", "b-1"])
+    c_join = g.join("C", member_id="c-1", generation=3, leader="a-1", wait_s=2)
+    g.sync("A", "a-1", 2, assignments={"a-1": [0, 1], "b-1": [2]}, error=REBALANCE_IN_PROGRESS)
+    failed = g.sync("B", "b-1", 2, error=REBALANCE_IN_PROGRESS)
+    g.join("A", member_id="a-1", generation=3, leader="a-1", members=["a-1", "b-1", "c-1"])
+    g.join("B", member_id="b-1", generation=3, leader="a-1")
+    g.sync("A", "a-1", 3, assignments={"a-1": [0], "b-1": [1], "c-1": [2]}, mine=[0])
+    g.sync("B", "b-1", 3, mine=[1])
+    last = g.sync("C", "c-1", 3, mine=[2])
+    first, second, third = group_rows(g.exchanges)
+    assert (first["ended"], first["ended_member"]) == ("member_joined", "b-1")
+    assert second["generation_id"] == 2 and second["rebalance_start"] == b_join.request_time
+    assert [(s["api_name"], s["member_id"]) for s in second["rebalance_steps"]] == [
+        ("JoinGroup", "b-1"),
+        ("JoinGroup", "a-1"),
+        ("SyncGroup", "a-1"),
+        ("SyncGroup", "b-1"),
+    ]
+    assert second["rebalance_errors"] == ["REBALANCE_IN_PROGRESS"] and second["rebalance_end"] is None
+    assert (second["ended"], second["ended_member"]) == ("member_joined", "c-1")
+    assert third["generation_id"] == 3 and third["joins"] == 3
+    assert (third["rebalance_start"], third["rebalance_end"]) == (c_join.request_time, last.response_time)
+    assert third["rebalance_start_captured"] is True and third["rebalance_errors"] == []
+    assert third["member_count"] == 3 and failed.request_time < third["rebalance_end"]
+
+
+def test_a_rebalance_that_fails_when_a_member_leaves_gives_the_rejoins_to_the_next_one():
+    """B leaves while generation 2 is being synced: A's SyncGroup is answered
+    REBALANCE_IN_PROGRESS, and A's rejoin begins generation 3's rebalance."""
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=2, leader="a-1", members=["a-1", "b-1"])
+    g.join("B", member_id="b-1", generation=2, leader="a-1")
+    g.leave("B", "b-1")
+    g.sync("A", "a-1", 2, assignments={"a-1": [0], "b-1": [1]}, error=REBALANCE_IN_PROGRESS)
+    rejoin = g.join("A", member_id="a-1", generation=3, leader="a-1", members=["a-1"])
+    last = g.sync("A", "a-1", 3, assignments={"a-1": [0, 1]}, mine=[0, 1])
+    second, third = group_rows(g.exchanges)
+    assert second["ended"] == "member_left" and second["joins"] == 2
+    assert [s["api_name"] for s in second["rebalance_steps"]] == ["JoinGroup", "JoinGroup", "SyncGroup"]
+    assert (third["rebalance_start"], third["rebalance_end"]) == (rejoin.request_time, last.response_time)
+    assert third["joins"] == 1 and third["rebalance_start_captured"] is True
