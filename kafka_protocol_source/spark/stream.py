@@ -119,7 +119,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
         grown, copies = [], {}
-        finished = moved_on(list(available.values()), self._tolerance())
+        finished = moved_on(list(available.values()), self._tolerance()) | self._left_cut(available)
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
             seen = consumed.get(path)
@@ -223,6 +223,19 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if written is not None and time.time_ns() - written[2] < self.quiet_ns:
             return True
         return s.last_ns is not None and session_end_ns - s.last_ns < self.idle_ns
+
+    def _left_cut(self, available: dict[str, CaptureSummary]) -> set[str]:
+        """Files that end in a record cut short and have not been written for ``quietTimeout``
+        (by their modification time, which a fresh availableNow run also knows): a capture that
+        ended there, tcpdump killed and not started again. Read to their end, as a batch read
+        does. A tcpdump without ``-U`` holding a quiet link's packets longer than that can leave
+        one: its record's rest is then read when it comes, after the cut record's row."""
+        now = time.time_ns()
+        return {
+            path
+            for path, s in available.items()
+            if not s.complete and (written := self._written.get(path)) and now - written[1] >= self.quiet_ns
+        }
 
     def _tolerance(self) -> int:
         return self.options.stitch_tolerance_ns if self.options.stitch else -1
