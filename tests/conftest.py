@@ -1,4 +1,4 @@
-"""Shared fixtures: one local SparkSession for the whole run (JVM start-up is the slow part)."""
+"""Shared fixtures: one local SparkSession per test worker (JVM start-up is the slow part)."""
 
 from __future__ import annotations
 
