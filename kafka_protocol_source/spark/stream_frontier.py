@@ -142,9 +142,12 @@ def read_through(s: CaptureSummary, until_ns: int, before: int, packets: int) ->
 
 def consumed_packets(files: dict, s: CaptureSummary) -> int:
     """How many packets of ``s`` an offset's ``files`` have consumed, counting a record its end
-    cut short (``tail``) as one."""
+    cut short (``tail``) as one while the file still ends there: once the file has grown, that
+    record is whole, and new (its rows come, after the cut record's)."""
     seen = files.get(s.path)
-    return seen["packets"] + bool(seen.get("tail")) if seen and seen["first_ns"] == (s.first_ns or 0) else 0
+    if not seen or seen["first_ns"] != (s.first_ns or 0):
+        return 0
+    return seen["packets"] + (bool(seen.get("tail")) and s.packets == seen["packets"])
 
 
 def reread(

@@ -432,3 +432,34 @@ def test_available_now_reads_a_cut_record_of_a_file_left_alone_for_quiet_timeout
         map(exchange_key, read_capture([str(folder / f.name) for f in files], ports=[sample(name).broker_port]))
     )
     assert ok_rows_once(rows, whole) and not any(r.status in ("capture_error", "gap") for r in rows)
+
+
+def _record_ends(data: bytes) -> list[int]:
+    """Where each record of a (microsecond or nanosecond, little-endian) pcap ends."""
+    ends, pos = [], 24
+    while pos + 16 <= len(data):
+        pos += 16 + int.from_bytes(data[pos + 8 : pos + 12], "little")
+        ends.append(pos)
+    return ends
+
+
+@pytest.mark.parametrize("record", [218, 274])
+def test_a_cut_record_read_as_left_and_then_written_whole_gives_its_exchange(tmp_path, record):
+    """tcpdump without ``-U`` flushed its buffer mid-record and then held a quiet link's packets
+    longer than ``quietTimeout``: the stream read the cut record as left (a gap row, the
+    truncated_file row). When the rest of the record came, it was counted as read, so its
+    exchange was never given (found by review of fd8dd4c). Now it is, once."""
+    name = SAMPLES[0]
+    whole = sample(name).path.read_bytes()
+    reader, options, offset, rows = watching(tmp_path / "landing", name)
+    f = tmp_path / "landing" / "k-00.pcap"
+    f.write_bytes(whole[: _record_ends(whole)[record] - 10])
+    offset = drive(reader, options, offset, rows)
+    reader.quiet_ns = 0
+    offset = drive(reader, options, offset, rows)
+    assert [r.status for r in rows].count("capture_error") == 1
+    reader.quiet_ns = 3600 * 10**9
+    f.write_bytes(whole)
+    offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert ok_rows_once(rows, Counter(map(exchange_key, read_capture([str(f)], ports=[sample(name).broker_port]))))
