@@ -66,8 +66,9 @@ def build_exchange(
     # packet that carried its last byte is there (a snaplen cut); else, for response_time, its start.
     ended_ns = getattr(response_frame, "last_ns", None)
     end_ns = ended_ns or getattr(response_frame, "first_ns", None)
-    # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented.
-    latency = (ended_ns - start_ns) / 1e6 if start_ns and ended_ns else None
+    # A time of 0 is unknown (see CaptureContext.time), so a latency from it would be invented; an
+    # answer captured before its request (clocks that disagree) has none either.
+    latency = (ended_ns - start_ns) / 1e6 if start_ns and ended_ns and ended_ns >= start_ns else None
     if (
         _remarkable(decoded)
         or _remarkable(response)

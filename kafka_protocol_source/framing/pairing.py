@@ -46,6 +46,7 @@ from .model import (
     Frame,
 )
 from .orphans import ConnectionOrphans
+from .quirks import explain
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -153,7 +154,7 @@ class Pairer:
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.orphan_reading.used.add((header.api_key, header.api_version))
-            if not self.orphans or self._held_answer(header.correlation_id, frame) is None:
+            if not self.orphans or self._held_answer(header.correlation_id, frame, header) is None:
                 self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
@@ -243,17 +244,35 @@ class Pairer:
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
         self.pending[correlation_id] = pending
-        if self.orphans and (answer := self._held_answer(correlation_id, pending.frame)) is not None:
+        if self.orphans and (answer := self._held_answer(correlation_id, pending.frame, header)) is not None:
+            if _before(answer, pending.frame):
+                pending.note = "; ".join(filter(None, (pending.note, _answered_before(answer, pending.frame))))
             self.response(answer)
 
-    def _held_answer(self, correlation_id: int, request) -> Frame | None:
+    def _held_answer(self, correlation_id: int, request, header: RequestHeader) -> Frame | None:
         """The held response that answers ``request``, just come with ``correlation_id``. One
-        captured before it answers an earlier request with that id: its row is given now."""
+        captured before it answers it only where it reads as its answer (``_reads_as_answer``):
+        the capture's clocks disagree (one file per direction from two hosts), or its timestamps
+        are out of order. Else it answers an earlier request with that id: its row is given now."""
         orphan = self.orphans.pop(correlation_id, None)
-        if orphan is not None and _before(orphan, request):
+        if orphan is not None and _before(orphan, request) and not self._reads_as_answer(orphan, header):
             self._missing(orphan)
             return None
         return orphan
+
+    def _reads_as_answer(self, response: Frame, header: RequestHeader) -> bool:
+        """Whether ``response`` reads as the answer of the request ``header`` heads: whole and by
+        the spec, or with a deviation its peer is known for (``quirks``)."""
+        pair = (header.api_key, header.api_version)
+        if pair in self.ctx.decoder.exact_response_bodies(response.payload, [pair]):
+            return True
+        if not self.ctx.decoder.defines_response(*pair):
+            return False
+        try:
+            decoded = self.ctx.decoder.decode_response(response.payload, *pair, None)
+        except UndecodableBody:
+            return False
+        return explain(*pair, "response", decoded) is not None
 
     # -- responses --------------------------------------------------------------------
 
@@ -493,6 +512,14 @@ def _before(response: Frame, request) -> bool:
     """Whether a held response was captured before the request now arriving (so it is not its answer)."""
     request_ns = getattr(request, "first_ns", None)
     return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
+
+
+def _answered_before(response: Frame, request) -> str:
+    ahead_ms = (request.first_ns - response.last_ns) / 1e6
+    return (
+        f"response captured {ahead_ms:.3f} ms before its request: the capture's clocks or timestamps"
+        " disagree (one file per direction from two hosts?), so there is no latency"
+    )
 
 
 def _leftover(side: str, decoded: dict) -> str:

@@ -135,3 +135,33 @@ def test_a_segment_written_late_on_both_interfaces_is_waited_for_as_in_one_file(
     alone = _rows(str(files[0]), options)
     assert {key[4] for key in alone} == {"ok"}
     assert _rows([str(f) for f in files], options) == _rows(str(merged), options) == alone
+
+
+@pytest.mark.parametrize("behind_ms", [0.05, 1, 100])
+@pytest.mark.parametrize("s", CAPTURES[:4], ids=lambda s: s.name)
+def test_one_file_per_direction_from_hosts_whose_clocks_disagree_still_pairs(s, behind_ms, tmp_path):
+    """The broker's answers come from a host whose clock is behind the client's by more than the
+    time to answer: each response is captured before its request. They came apart, each exchange
+    a request_missing row and an unanswered one, saying the request was not captured. Now each
+    pairs as in the whole capture; its latency, not known, is null, and its note says why."""
+    segments = segments_of(s.path)
+    to_broker, from_broker = by_direction(segments, s.broker_port)
+    files = [
+        to_broker.write(tmp_path / "in.pcap"),
+        from_broker.write_cooked(tmp_path / "out.pcap", -int(behind_ms * 1e6)),
+    ]
+    whole = {(e.connection_id, e.request_span): e for e in read_capture(s.path, ports=[s.broker_port])}
+    together = list(read_capture([str(f) for f in files], ports=[s.broker_port]))
+    assert Counter(e.status for e in together) == Counter(e.status for e in whole.values())
+    for e in together:
+        before = whole[e.connection_id, e.request_span]
+        assert (e.correlation_id, e.response_span, e.response) == (
+            before.correlation_id,
+            before.response_span,
+            before.response,
+        )
+        if e.latency_ms is None and before.latency_ms is not None:
+            assert "before its request: the capture's clocks or timestamps disagree" in e.note
+        elif e.latency_ms is not None:
+            assert e.latency_ms >= 0
+    assert any(e.latency_ms is None for e in together) or behind_ms < 1
