@@ -101,6 +101,7 @@ class Generation:
         self.members: dict[str | None, Member] = {}
         self.rebalance_start: datetime | None = None
         self.rebalance_end: datetime | None = None
+        self.given_at: datetime | None = None  # when a join was first answered with its id
         self.steps: list[dict] = []
         self.listed: set[str | None] = set()  # the members the leader names (JoinGroup answer, SyncGroup)
         # The rebalance's first JoinGroup here begins it: a new member's (no id yet), or one after

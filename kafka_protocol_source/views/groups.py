@@ -124,9 +124,8 @@ class _Classic:
         joining = member_id or resp.get("member_id") or None  # a new member's id is in the answer (KIP-394)
         code = resp.get("error_code") if ex.response is not None else None
         rebalance = self.rebalancing.get(group)
-        under_way = rebalance.generation_id if rebalance is not None else None
-        if under_way is not None and code == 0 and resp.get("generation_id", -1) > under_way:
-            rebalance = None  # answered with a later generation: the rebalance under way never synced
+        if rebalance is not None and self._next_rebalance(rebalance, ex, code, resp):
+            rebalance = None
         if rebalance is None:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
             rebalance.rebalance_start = ex.request_time or ex.response_time
@@ -141,6 +140,8 @@ class _Classic:
         if code != 0 or resp.get("generation_id", -1) < 0:
             return
         generation = self._generation(group, resp["generation_id"], rebalance, ex)
+        if generation is rebalance and rebalance.given_at is None:
+            rebalance.given_at = ex.response_time
         generation.protocol_type = req.get("protocol_type") or generation.protocol_type
         generation.protocol_name = resp.get("protocol_name") or generation.protocol_name
         generation.leader = resp.get("leader") or generation.leader
@@ -155,6 +156,20 @@ class _Classic:
             member.instance_id = m.get("group_instance_id") or member.instance_id
             if m.get("metadata_decoded"):
                 member.subscribe(m["metadata_decoded"])
+
+    @staticmethod
+    def _next_rebalance(rebalance: Generation, ex, code: int | None, resp: dict) -> bool:
+        """Whether a join begins the rebalance after the one under way, which then never synced:
+        it is answered with a later generation, or it was sent after the one under way gave out
+        its generation and is not answered with it (a new member's MEMBER_ID_REQUIRED, no answer)."""
+        under_way = rebalance.generation_id
+        if under_way is None:
+            return False
+        answered = resp.get("generation_id", -1) if code == 0 else None
+        if answered is not None and answered > under_way:
+            return True
+        sent, given = ex.request_time, rebalance.given_at
+        return answered != under_way and sent is not None and given is not None and sent > given
 
     def _generation(self, group: str, generation_id: int, rebalance: Generation | None, ex) -> Generation:
         """The generation of this id (made when first seen), which becomes the group's current
@@ -187,9 +202,11 @@ class _Classic:
         if generation_id is None:
             return
         rebalance = self.rebalancing.get(group)
+        code = resp.get("error_code") if ex.response is not None else None
+        if code == REBALANCE_IN_PROGRESS and rebalance is not None and rebalance.generation_id is None:
+            rebalance = None  # refused while the next rebalance waits for its joins: of the generation before
         generation = self._generation(group, generation_id, rebalance, ex)
         member_id = req.get("member_id")
-        code = resp.get("error_code") if ex.response is not None else None
         generation.step(ex, member_id, code)
         consumer = (
             req.get("protocol_type") or generation.protocol_type or self.protocol_types.get(group)

@@ -267,3 +267,67 @@ def test_a_rebalance_that_fails_when_a_member_leaves_gives_the_rejoins_to_the_ne
     assert [s["api_name"] for s in second["rebalance_steps"]] == ["JoinGroup", "JoinGroup", "SyncGroup"]
     assert (third["rebalance_start"], third["rebalance_end"]) == (rejoin.request_time, last.response_time)
     assert third["joins"] == 1 and third["rebalance_start_captured"] is True
+
+
+def _unanswered(g: GroupScript) -> None:
+    """The script's last exchange, its answer not in the capture."""
+    from dataclasses import replace
+
+    ex = g.exchanges[-1]
+    g.exchanges[-1] = replace(
+        ex, response=None, response_time=None, latency_ms=None, response_size=None, status="unanswered"
+    )
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_a_new_members_join_after_the_answers_begins_the_next_rebalance_whatever_its_answer(answered):
+    """Found by review of 65fbed9: C joins after generation 2's joins were answered, as a modern
+    client does (answered MEMBER_ID_REQUIRED first), or the capture ends before any answer. Its
+    join was counted in generation 2's failed rebalance, and the next one began later than it did
+    while saying its start was captured."""
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=1, leader="a-1", members=["a-1"])
+    g.sync("A", "a-1", 1, assignments={"a-1": [0, 1, 2]}, mine=[0, 1, 2])
+    g.join("B", member_id="b-1", generation=2, leader="a-1")
+    g.join("A", member_id="a-1", generation=2, leader="a-1", members=["a-1", "b-1"])
+    if answered:
+        c_join = g.join("C", error=MEMBER_ID_REQUIRED, assigned_id="c-1")
+        g.join("C", member_id="c-1", generation=3, leader="a-1", wait_s=2)
+    else:
+        c_join = g.join("C", member_id="c-1")
+        _unanswered(g)
+    g.sync("A", "a-1", 2, assignments={"a-1": [0, 1], "b-1": [2]}, error=REBALANCE_IN_PROGRESS)
+    g.sync("B", "b-1", 2, error=REBALANCE_IN_PROGRESS)
+    if answered:
+        g.join("A", member_id="a-1", generation=3, leader="a-1", members=["a-1", "b-1", "c-1"])
+        g.join("B", member_id="b-1", generation=3, leader="a-1")
+        g.sync("A", "a-1", 3, assignments={"a-1": [0], "b-1": [1], "c-1": [2]}, mine=[0])
+        g.sync("B", "b-1", 3, mine=[1])
+        g.sync("C", "c-1", 3, mine=[2])
+    _, second, third = group_rows(g.exchanges)
+    assert second["generation_id"] == 2 and second["joins"] == 2
+    assert (third["rebalance_start"], third["joins"]) == (c_join.request_time, 4 if answered else 1)
+    assert third["generation_id"] == (3 if answered else None)
+    assert third["rebalance_start_captured"] is (True if answered else None)
+
+
+def test_a_sync_refused_while_the_next_rebalance_waits_for_its_joins_is_of_the_generation_before():
+    """Found by review of 65fbed9: the capture starts while generation 2 waits for its syncs. C's
+    first join opens the next rebalance; B's SyncGroup of generation 2, answered
+    REBALANCE_IN_PROGRESS, then gave generation 2's id to that rebalance."""
+    g = GroupScript()
+    c_join = g.join("C", error=MEMBER_ID_REQUIRED, assigned_id="c-1")
+    g.sync("B", "b-1", 2, error=REBALANCE_IN_PROGRESS)
+    g.join("C", member_id="c-1", generation=3, leader="a-1", wait_s=2)
+    g.sync("A", "a-1", 2, assignments={"a-1": [0, 1], "b-1": [2]}, error=REBALANCE_IN_PROGRESS)
+    g.join("A", member_id="a-1", generation=3, leader="a-1", members=["a-1", "b-1", "c-1"])
+    g.join("B", member_id="b-1", generation=3, leader="a-1")
+    g.sync("A", "a-1", 3, assignments={"a-1": [0], "b-1": [1], "c-1": [2]}, mine=[0])
+    g.sync("B", "b-1", 3, mine=[1])
+    last = g.sync("C", "c-1", 3, mine=[2])
+    by_id = {r["generation_id"]: r for r in group_rows(g.exchanges)}
+    second, third = by_id[2], by_id[3]
+    assert (len(by_id), second["joins"], second["rebalance_start"]) == (2, 0, None)
+    assert [s["api_name"] for s in second["rebalance_steps"]] == ["SyncGroup", "SyncGroup"]
+    assert (third["generation_id"], third["joins"]) == (3, 4)
+    assert (third["rebalance_start"], third["rebalance_end"]) == (c_join.request_time, last.response_time)
