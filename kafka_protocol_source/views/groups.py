@@ -1,18 +1,20 @@
 """The groups view: one row per consumer group generation, from the coordinator's exchanges.
 
-Classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit): a rebalance
-starts with the first JoinGroup request after the group was stable (or the first one seen) and
-gathers every JoinGroup and SyncGroup until the generation's SyncGroups are answered: a
+Classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit): a rebalance starts
+with the first JoinGroup request after the group was stable (or the first one seen) and gathers
+every JoinGroup and SyncGroup until the generation's SyncGroups are answered: a
 ``MEMBER_ID_REQUIRED`` answer and the join that follows it (KIP-394) are two steps of one
-rebalance. A rebalance that fails before it syncs (a SyncGroup or Heartbeat answered
-``REBALANCE_IN_PROGRESS``, a join answered with a later generation) ends there, and the joins
-after it are the next rebalance's. The generation's members, protocol and leader come from the
-JoinGroup responses (the leader's lists every member and its subscription), assignments from the
-SyncGroups (decoded as ConsumerProtocolAssignment here when the decoder could not know the
-group's protocol type: a SyncGroup request older than v5 does not carry it). A generation ends when a member leaves, a
-member (re)joins, the coordinator answers ``REBALANCE_IN_PROGRESS`` or fences a member, or the
-capture ends. KIP-848 groups (ConsumerGroupHeartbeat) are read by ``group_epochs``. A group is
-one group id at one coordinator.
+rebalance. A rebalance that fails before it syncs (a SyncGroup answered
+``REBALANCE_IN_PROGRESS``, a join sent after its answers and not answered with its generation)
+ends there, and the joins after it are the next rebalance's; a Heartbeat so answered before the
+syncs does not end it (older brokers answer so until the leader's SyncGroup). The generation's
+members, protocol and leader come from the JoinGroup responses (the leader's lists every member
+and its subscription), assignments from the SyncGroups (decoded as ConsumerProtocolAssignment
+here when the decoder could not know the group's protocol type: a SyncGroup request older than
+v5 does not carry it). A generation ends when a member leaves, a member (re)joins, the
+coordinator answers ``REBALANCE_IN_PROGRESS`` or fences a member, or the capture ends. KIP-848
+groups (ConsumerGroupHeartbeat) are read by ``group_epochs``. A group is one group id at one
+coordinator.
 
 Exchanges are taken in request-time order (a rebalance spans connections). Owns the row shape
 (``GROUP_COLUMNS``); error names come from ``spec.error_codes``.
@@ -252,6 +254,8 @@ class _Classic:
         code = resp.get("error_code")
         if code:
             generation.heartbeat_errors.append(error_name(code))
+            if code == REBALANCE_IN_PROGRESS and self.rebalancing.get(group) is generation:
+                return  # before its syncs (older brokers answer so): they tell whether it ended
             self._error(generation, ex, req.get("member_id"), code)
 
     def _error(self, generation: Generation, ex, member_id, code: int) -> None:

@@ -331,3 +331,18 @@ def test_a_sync_refused_while_the_next_rebalance_waits_for_its_joins_is_of_the_g
     assert [s["api_name"] for s in second["rebalance_steps"]] == ["SyncGroup", "SyncGroup"]
     assert (third["generation_id"], third["joins"]) == (3, 4)
     assert (third["rebalance_start"], third["rebalance_end"]) == (c_join.request_time, last.response_time)
+
+
+def test_a_heartbeat_refused_before_the_syncs_does_not_end_a_generation_that_then_syncs():
+    """Older brokers answer a heartbeat REBALANCE_IN_PROGRESS while a generation waits for its
+    leader's SyncGroup (found by review of 65fbed9). The syncs then succeed: the generation goes on."""
+    g = GroupScript()
+    g.join("B", member_id="b-1", generation=2, leader="a-1")
+    g.join("A", member_id="a-1", generation=2, leader="a-1", members=["a-1", "b-1"])
+    g.heartbeat("B", "b-1", 2, error=REBALANCE_IN_PROGRESS)
+    g.sync("A", "a-1", 2, assignments={"a-1": [0], "b-1": [1]}, mine=[0])
+    last = g.sync("B", "b-1", 2, mine=[1])
+    g.heartbeat("B", "b-1", 2)
+    [row] = group_rows(g.exchanges)
+    assert (row["ended"], row["rebalance_end"], row["heartbeats"]) == ("end_of_capture", last.response_time, 2)
+    assert row["heartbeat_errors"] == ["REBALANCE_IN_PROGRESS"]
