@@ -7,14 +7,15 @@ every JoinGroup and SyncGroup until the generation's SyncGroups are answered: a
 rebalance. A rebalance that fails before it syncs (a SyncGroup answered
 ``REBALANCE_IN_PROGRESS``, a join sent after its answers and not answered with its generation)
 ends there, and the joins after it are the next rebalance's; a Heartbeat so answered before the
-syncs does not end it (older brokers answer so until the leader's SyncGroup). The generation's
-members, protocol and leader come from the JoinGroup responses (the leader's lists every member
-and its subscription), assignments from the SyncGroups (decoded as ConsumerProtocolAssignment
-here when the decoder could not know the group's protocol type: a SyncGroup request older than
-v5 does not carry it). A generation ends when a member leaves, a member (re)joins, the
-coordinator answers ``REBALANCE_IN_PROGRESS`` or fences a member, or the capture ends. KIP-848
-groups (ConsumerGroupHeartbeat) are read by ``group_epochs``. A group is one group id at one
-coordinator.
+syncs does not end it (older brokers answer so until the leader's SyncGroup). A join answered
+with the current generation, with no rebalance under way, is a step of that generation (a static
+member's restart, KIP-345). The generation's members, protocol and leader come from the
+JoinGroup responses (the leader's lists every member and its subscription), assignments from the
+SyncGroups (decoded as ConsumerProtocolAssignment here when the decoder could not know the
+group's protocol type: a SyncGroup request older than v5 does not carry it). A generation ends
+when a member leaves, a member (re)joins, the coordinator answers ``REBALANCE_IN_PROGRESS`` or
+fences a member, or the capture ends. KIP-848 groups (ConsumerGroupHeartbeat) are read by
+``group_epochs``. A group is one group id at one coordinator.
 
 Exchanges are taken in request-time order (a rebalance spans connections). Owns the row shape
 (``GROUP_COLUMNS``); error names come from ``spec.error_codes``.
@@ -95,6 +96,12 @@ class GroupsBuilder:
         return classic.finish() + epochs.finish()
 
 
+def _joins_as_it_is(current: Generation, code: int | None, resp: dict) -> bool:
+    """Whether a join, with no rebalance under way, is answered with the current generation: the
+    coordinator let the member in without a rebalance."""
+    return current.generation_id is not None and code == 0 and resp.get("generation_id") == current.generation_id
+
+
 class _Classic:
     def __init__(self, decoder, names: TopicNames):
         self.decoder, self.names = decoder, names
@@ -128,10 +135,12 @@ class _Classic:
         rebalance = self.rebalancing.get(group)
         if rebalance is not None and self._next_rebalance(rebalance, ex, code, resp):
             rebalance = None
-        if rebalance is None:
+        current = self.current.get(group)
+        if rebalance is None and current is not None and _joins_as_it_is(current, code, resp):
+            rebalance = current  # no rebalance: a static member's restart (KIP-345), a follower's rejoin
+        elif rebalance is None:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
             rebalance.rebalance_start = ex.request_time or ex.response_time
-            current = self.current.get(group)
             rebalance.began_here = current is not None or not member_id
             if current is not None:
                 why = "member_rejoined" if member_id in current.members else "member_joined"
@@ -142,7 +151,7 @@ class _Classic:
         if code != 0 or resp.get("generation_id", -1) < 0:
             return
         generation = self._generation(group, resp["generation_id"], rebalance, ex)
-        if generation is rebalance and rebalance.given_at is None:
+        if generation is rebalance and rebalance.given_at is None and self.rebalancing.get(group) is rebalance:
             rebalance.given_at = ex.response_time
         generation.protocol_type = req.get("protocol_type") or generation.protocol_type
         generation.protocol_name = resp.get("protocol_name") or generation.protocol_name

@@ -346,3 +346,24 @@ def test_a_heartbeat_refused_before_the_syncs_does_not_end_a_generation_that_the
     [row] = group_rows(g.exchanges)
     assert (row["ended"], row["rebalance_end"], row["heartbeats"]) == ("end_of_capture", last.response_time, 2)
     assert row["heartbeat_errors"] == ["REBALANCE_IN_PROGRESS"]
+
+
+def test_a_static_member_that_restarts_without_a_rebalance_stays_in_its_generation():
+    """KIP-345: a static member restarts and joins with no member id; the coordinator gives it a
+    new id and the generation as it is, with no rebalance. Its join ended the generation as
+    member_joined, and the join step was dropped (found by review of 65fbed9)."""
+    g = GroupScript()
+    g.join("A", member_id="a-1", generation=4, leader="a-1", members=["a-1", "b-1"])
+    g.join("B", member_id="b-1", generation=4, leader="a-1")
+    g.sync("A", "a-1", 4, assignments={"a-1": [0], "b-1": [1]}, mine=[0])
+    g.sync("B", "b-1", 4, mine=[1])
+    g.join("B", member_id="", generation=4, leader="a-1", assigned_id="b-2")
+    g.sync("B", "b-2", 4, mine=[1])
+    g.heartbeat("B", "b-2", 4)
+    [row] = group_rows(g.exchanges)
+    assert (row["generation_id"], row["ended"], row["joins"]) == (4, "end_of_capture", 3)
+    assert [(s["api_name"], s["member_id"]) for s in row["rebalance_steps"]][-2:] == [
+        ("JoinGroup", "b-2"),
+        ("SyncGroup", "b-2"),
+    ]
+    assert {m["member_id"] for m in row["members"]} == {"a-1", "b-1", "b-2"}
