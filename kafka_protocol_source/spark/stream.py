@@ -385,7 +385,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             s = self._summary(path, st)
             if s is None and now - st.st_mtime_ns < self.quiet_ns:
                 continue  # not a capture yet: maybe one whose header is half written
-            if s is None:  # not a capture (a stream dump, or a broken file): read once, whole
+            # Not a capture (a stream dump, or a broken file), or one whose header its writer left
+            # cut short: read once, whole
+            if s is None or (not s.packets and not s.complete and now - st.st_mtime_ns >= self.quiet_ns):
                 s = CaptureSummary(path, OTHER, False, frozenset(), None, None, 1, st.st_size, True)
             if s.packets:
                 out[path] = s

@@ -463,3 +463,23 @@ def test_a_cut_record_read_as_left_and_then_written_whole_gives_its_exchange(tmp
     offset = drive(reader, options, offset, rows)
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, Counter(map(exchange_key, read_capture([str(f)], ports=[sample(name).broker_port]))))
+
+
+def test_a_file_whose_header_its_writer_left_cut_short_is_a_row_once_the_folder_is_quiet(tmp_path):
+    """tcpdump killed while writing a file's header, beside a whole capture: the batch read says
+    the file header was cut short. The stream waited for the rest of the header for good (a
+    capture of no packets yet), so that row never came (found by review of fd8dd4c)."""
+    name = SAMPLES[0]
+    whole = sample(name).path.read_bytes()
+    reader, options, offset, rows = watching(tmp_path / "landing", name)
+    (tmp_path / "landing" / "a.pcap").write_bytes(whole)
+    (tmp_path / "landing" / "b.pcap").write_bytes(whole[:20])
+    offset = drive(reader, options, offset, rows)
+    assert not any(r.status == "capture_error" for r in rows)  # (still being written, maybe)
+    finish(reader, options, offset, rows)
+    files = [str(tmp_path / "landing" / n) for n in ("a.pcap", "b.pcap")]
+    batch = list(read_capture(files, ports=[sample(name).broker_port]))
+    assert [r.error for r in rows if r.status == "capture_error"] == [
+        e.error for e in batch if e.status == "capture_error"
+    ]
+    assert ok_rows_once(rows, Counter(map(exchange_key, batch)))
