@@ -156,7 +156,7 @@ def answered(
         ids[2],
         time(start_ns),
         time(end_ns),
-        (end_ns - start_ns) / 1e6 if start_ns and end_ns else None,
+        (end_ns - start_ns) / 1e6 if start_ns and end_ns and end_ns >= start_ns else None,
         api_key,
         api_name(ctx, api_key),
         decoded["api_version"],

@@ -245,8 +245,6 @@ class Pairer:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
         self.pending[correlation_id] = pending
         if self.orphans and (answer := self._held_answer(correlation_id, pending.frame, header)) is not None:
-            if _before(answer, pending.frame):
-                pending.note = "; ".join(filter(None, (pending.note, _answered_before(answer, pending.frame))))
             self.response(answer)
 
     def _held_answer(self, correlation_id: int, request, header: RequestHeader) -> Frame | None:
@@ -297,6 +295,8 @@ class Pairer:
             self._answered_after(pending)
             if pending.status == NO_RESPONSE:
                 pending.status, pending.note = OK, ACKS0_ANSWERED
+        if _before(frame, pending.frame):  # held for it, or out of time order in the capture
+            pending.note = "; ".join(filter(None, (pending.note, _answered_before(frame, pending.frame))))
         header = pending.header
         if not self.ctx.decoder.defines_response(header.api_key, header.api_version):
             self._emit_pending(pending, pending.status, pending.error, response_frame=frame, raw_response=payload)
