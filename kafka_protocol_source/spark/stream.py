@@ -220,7 +220,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         fills, often for minutes; taken as stopped, that writer's packets would come in after
         newer ones were read, and its requests and responses would come apart."""
         written = self._written.get(s.path)
-        if written is not None and time.time_ns() - written[2] < self.quiet_ns:
+        if written is not None and not self._left_alone(written[2], time.time_ns()):
             return True
         return s.last_ns is not None and session_end_ns - s.last_ns < self.idle_ns
 
@@ -234,8 +234,12 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {
             path
             for path, s in available.items()
-            if not s.complete and (written := self._written.get(path)) and now - written[1] >= self.quiet_ns
+            if not s.complete and (written := self._written.get(path)) and self._left_alone(written[1], now)
         }
+
+    def _left_alone(self, written_ns: int, now_ns: int) -> bool:
+        """Whether what was last written at ``written_ns`` has not been written for ``quietTimeout``."""
+        return now_ns - written_ns >= self.quiet_ns
 
     def _tolerance(self) -> int:
         return self.options.stitch_tolerance_ns if self.options.stitch else -1
@@ -383,11 +387,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if st.st_size == 0:
                 continue  # nothing yet: tcpdump's next file stays empty until its first write
             s = self._summary(path, st)
-            if s is None and now - st.st_mtime_ns < self.quiet_ns:
+            if s is None and not self._left_alone(st.st_mtime_ns, now):
                 continue  # not a capture yet: maybe one whose header is half written
             # Not a capture (a stream dump, or a broken file), or one whose header its writer left
             # cut short: read once, whole
-            if s is None or (not s.packets and not s.complete and now - st.st_mtime_ns >= self.quiet_ns):
+            if s is None or (not s.packets and not s.complete and self._left_alone(st.st_mtime_ns, now)):
                 s = CaptureSummary(path, OTHER, False, frozenset(), None, None, 1, st.st_size, True)
             if s.packets:
                 out[path] = s
@@ -402,7 +406,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {path: s for path in files if (s := self._summary(path)) is not None and s.packets}
 
     def _quiet(self) -> bool:
-        return time.time_ns() - self._changed_ns >= self.quiet_ns
+        return self._left_alone(self._changed_ns, time.time_ns())
 
     def _summary(self, path: str, st: os.stat_result | None = None) -> CaptureSummary | None:
         if st is None:

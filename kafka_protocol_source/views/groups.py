@@ -96,12 +96,6 @@ class GroupsBuilder:
         return classic.finish() + epochs.finish()
 
 
-def _joins_as_it_is(current: Generation, code: int | None, resp: dict) -> bool:
-    """Whether a join, with no rebalance under way, is answered with the current generation: the
-    coordinator let the member in without a rebalance."""
-    return current.generation_id is not None and code == 0 and resp.get("generation_id") == current.generation_id
-
-
 class _Classic:
     def __init__(self, decoder, names: TopicNames):
         self.decoder, self.names = decoder, names
@@ -136,7 +130,7 @@ class _Classic:
         if rebalance is not None and self._next_rebalance(rebalance, ex, code, resp):
             rebalance = None
         current = self.current.get(group)
-        if rebalance is None and current is not None and _joins_as_it_is(current, code, resp):
+        if rebalance is None and current is not None and self._joins_as_it_is(current, code, resp):
             rebalance = current  # no rebalance: a static member's restart (KIP-345), a follower's rejoin
         elif rebalance is None:
             rebalance = self.rebalancing[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
@@ -167,6 +161,12 @@ class _Classic:
             member.instance_id = m.get("group_instance_id") or member.instance_id
             if m.get("metadata_decoded"):
                 member.subscribe(m["metadata_decoded"])
+
+    @staticmethod
+    def _joins_as_it_is(current: Generation, code: int | None, resp: dict) -> bool:
+        """Whether a join, with no rebalance under way, is answered with the current generation:
+        the coordinator let the member in without a rebalance."""
+        return current.generation_id is not None and code == 0 and resp.get("generation_id") == current.generation_id
 
     @staticmethod
     def _next_rebalance(rebalance: Generation, ex, code: int | None, resp: dict) -> bool:
