@@ -12,19 +12,20 @@ of exactly one ``Exchange``, and each exchange says which bytes of the two strea
 Pairing needs the request header only: a request whose body the definitions in use cannot read
 (an api key or version they lack, a body that does not match) still pairs with its response,
 with both raw bodies kept. A response can be handed over before its request when the client
-side was still resynchronising (a capture joined mid-stream): it waits, bounded, for a request
-with its correlation id, and is a ``request_missing`` row only when none comes (its body read
-at an api and version of the connection's requests when exactly one fits, or, on a connection
-none of whose requests was captured, at the one api all layouts that read it are of:
-``orphans``). The row of each exchange (times, sizes, spans, notes) is built by ``exchange_build``;
-a retransmitted copy that differed from the bytes read is said in the note of the row holding
-them, when that row is still to come (``conflicts``).
+side was still resynchronising (a capture joined mid-stream), or the capture's clocks disagree:
+it waits, bounded, for a request with its correlation id (``held_answers``), and is a
+``request_missing`` row only when none comes (its body read at an api and version of the
+connection's requests when exactly one fits, or, on a connection none of whose requests was
+captured, at the one api all layouts that read it are of: ``orphans``). The row of each exchange
+(times, sizes, spans, notes) is built by ``exchange_build``; a retransmitted copy that differed
+from the bytes read is said in the note of the row holding them, when that row is still to come
+(``conflicts``).
 """
 
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 
 from ..capture.model import later_packet
@@ -32,6 +33,7 @@ from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes, stream_span
+from .held_answers import HeldAnswers, answered_before, captured_before
 from .model import (
     CUT_BODY,
     GAP,
@@ -46,7 +48,6 @@ from .model import (
     Frame,
 )
 from .orphans import ConnectionOrphans
-from .quirks import explain
 from .sniff import MAX_API_KEY, MAX_API_VERSION, RequestHeader, new_request_header, read_request_header
 from .splitter import Partial, Skipped
 
@@ -56,8 +57,7 @@ _FIXED_HEADER = struct.Struct(">hhi")
 _KEY_VERSION = struct.Struct(">hh")
 _CLIENT_ID_LENGTH = struct.Struct(">h")
 ACKS0_ANSWERED = "Produce with acks=0, answered anyway (Apache Kafka's brokers send no response)"
-# Responses held for a request still to come (the client side was behind); older ones are given up.
-ORPHAN_LIMIT = 256
+ACKS0_LIMIT = 256  # Produce requests with acks=0 pending; the oldest is given its no_response row past it
 
 
 @dataclass(slots=True)
@@ -78,7 +78,7 @@ class Pairer:
         self.out: list[Exchange] = []
         self.ids = (connection_id, client_address, broker_address)
         self.pending: dict[int, Pending] = {}
-        self.orphans: OrderedDict[int, Frame] = OrderedDict()
+        self.held = HeldAnswers(ctx.decoder)  # responses handed over before their request
         self.client_ids: set[str | None] = set()  # seen on this connection; resync prefers them
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()
@@ -134,7 +134,7 @@ class Pairer:
         """The frames of one side handed over whose rows are still to come."""
         if is_request:
             return [pending.frame for pending in self.pending.values()] + list(self.sasl_tokens)
-        return list(self.orphans.values())
+        return self.held.frames()
 
     # -- requests ---------------------------------------------------------------------
 
@@ -154,7 +154,7 @@ class Pairer:
         header = self._header(payload)
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.orphan_reading.used.add((header.api_key, header.api_version))
-            if not self.orphans or self._held_answer(header.correlation_id, frame, header) is None:
+            if not self.held or self._held_answer(frame, header) is None:
                 self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
@@ -197,7 +197,7 @@ class Pairer:
         if api_key == PRODUCE and decoded["body"].get("acks") == 0:
             self.acks0.append(header.correlation_id)  # (before _wait: a held response may answer it there)
             self._wait(Pending(frame, header, decoded, NO_RESPONSE))
-            if len(self.acks0) > ORPHAN_LIMIT:
+            if len(self.acks0) > ACKS0_LIMIT:
                 self._no_response(self.acks0.popleft())
             return
         self._wait(Pending(frame, header, decoded))
@@ -244,33 +244,16 @@ class Pairer:
         if older is not None:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
         self.pending[correlation_id] = pending
-        if self.orphans and (answer := self._held_answer(correlation_id, pending.frame, header)) is not None:
+        if self.held and (answer := self._held_answer(pending.frame, header)) is not None:
             self.response(answer)
 
-    def _held_answer(self, correlation_id: int, request, header: RequestHeader) -> Frame | None:
-        """The held response that answers ``request``, just come with ``correlation_id``. One
-        captured before it answers it only where it reads as its answer (``_reads_as_answer``):
-        the capture's clocks disagree (one file per direction from two hosts), or its timestamps
-        are out of order. Else it answers an earlier request with that id: its row is given now."""
-        orphan = self.orphans.pop(correlation_id, None)
-        if orphan is not None and _before(orphan, request) and not self._reads_as_answer(orphan, header):
-            self._missing(orphan)
-            return None
-        return orphan
-
-    def _reads_as_answer(self, response: Frame, header: RequestHeader) -> bool:
-        """Whether ``response`` reads as the answer of the request ``header`` heads: whole and by
-        the spec, or with a deviation its peer is known for (``quirks``)."""
-        pair = (header.api_key, header.api_version)
-        if pair in self.ctx.decoder.exact_response_bodies(response.payload, [pair]):
-            return True
-        if not self.ctx.decoder.defines_response(*pair):
-            return False
-        try:
-            decoded = self.ctx.decoder.decode_response(response.payload, *pair, None)
-        except UndecodableBody:
-            return False
-        return explain(*pair, "response", decoded) is not None
+    def _held_answer(self, request, header: RequestHeader) -> Frame | None:
+        """The held response that answers ``request``, just come (``held_answers``); one held with
+        its id that answers an earlier request instead is given its row now."""
+        answer, earlier = self.held.answer(request, header)
+        if earlier is not None:
+            self._missing(earlier)
+        return answer
 
     # -- responses --------------------------------------------------------------------
 
@@ -284,10 +267,9 @@ class Pairer:
         if pending is None:
             if self.sasl_tokens:
                 self._emit_sasl(self.sasl_tokens.popleft(), frame)
-            elif correlation_id is not None and correlation_id not in self.orphans:
-                self.orphans[correlation_id] = frame
-                if len(self.orphans) > ORPHAN_LIMIT:
-                    self._missing(self.orphans.popitem(last=False)[1])
+            elif correlation_id is not None and correlation_id not in self.held:
+                for let_go in self.held.hold(correlation_id, frame):
+                    self._missing(let_go)
             else:
                 self._missing(frame)
             return
@@ -295,8 +277,8 @@ class Pairer:
             self._answered_after(pending)
             if pending.status == NO_RESPONSE:
                 pending.status, pending.note = OK, ACKS0_ANSWERED
-        if _before(frame, pending.frame):  # held for it, or out of time order in the capture
-            pending.note = "; ".join(filter(None, (pending.note, _answered_before(frame, pending.frame))))
+        if captured_before(frame, pending.frame):  # held for it, or out of time order in the capture
+            pending.note = "; ".join(filter(None, (pending.note, answered_before(frame, pending.frame))))
         header = pending.header
         if not self.ctx.decoder.defines_response(header.api_key, header.api_version):
             self._emit_pending(pending, pending.status, pending.error, response_frame=frame, raw_response=payload)
@@ -425,8 +407,8 @@ class Pairer:
         self.at = at
         while self.acks0:
             self._no_response(self.acks0.popleft())
-        while self.orphans:
-            self._missing(self.orphans.popitem(last=False)[1])
+        while self.held:
+            self._missing(self.held.oldest())
         for pending in list(self.pending.values()):
             error = pending.error or why + self._maybe_lost(pending)
             self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, error)
@@ -506,20 +488,6 @@ def _unknown(ctx, header: RequestHeader) -> str:
         what = f"{name} version {header.api_version}"
     source = ctx.decoder.source or "the definitions in use"
     return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
-
-
-def _before(response: Frame, request) -> bool:
-    """Whether a held response was captured before the request now arriving (so it is not its answer)."""
-    request_ns = getattr(request, "first_ns", None)
-    return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
-
-
-def _answered_before(response: Frame, request) -> str:
-    ahead_ms = (request.first_ns - response.last_ns) / 1e6
-    return (
-        f"response captured {ahead_ms:.3f} ms before its request: the capture's clocks or timestamps"
-        " disagree (one file per direction from two hosts?), so there is no latency"
-    )
 
 
 def _leftover(side: str, decoded: dict) -> str:
