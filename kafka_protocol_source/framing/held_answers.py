@@ -5,10 +5,12 @@ joined mid-stream), and when the capture's clocks disagree: one file per directi
 hosts, the broker's clock behind the client's by more than the time to answer. Then every
 answer of a connection comes ahead of its request, by as much as the clocks differ: seconds,
 between hosts whose clocks are not kept in step, and thousands of answers on a busy connection.
-So a response is held until responses captured a minute after it come, within a bound on the
-bytes held (as many as the out-of-order bytes a TCP direction may hold, by default) and on their
-number; past any of these, the oldest is let go. A connection whose client side was not captured
-at all thus gives its responses' rows a minute late, from at most a few megabytes held.
+So a response is held until responses captured a minute after it come, within bounds on the
+bytes held: per connection (as many as the out-of-order bytes a TCP direction may hold) and by all
+connections of a read together (``HeldBudget``: a capture of only the broker's side of a thousand
+connections holds no more than that), and on their number; past any of these, the connection's
+oldest is let go. A connection whose client side was not captured at all thus gives its responses'
+rows at most a minute late.
 
 When its request comes, a held response captured before it answers it only where it reads as its
 answer (whole by the spec, or with a deviation its peer is known for: ``quirks``); otherwise it
@@ -29,16 +31,26 @@ from .quirks import explain
 from .sniff import RequestHeader
 
 MAX_HELD = 1 << 16  # responses held per connection, whatever their size
+MAX_HELD_BYTES = 64 << 20  # held by all connections of a read together (HeldBudget's default)
 HELD_FOR_NS = 60 * 10**9  # of capture time, after which a held response is let go
+
+
+class HeldBudget:
+    """The bytes of responses the connections of one read hold, and the most they may."""
+
+    __slots__ = ("bytes", "max_bytes")
+
+    def __init__(self, max_bytes: int = MAX_HELD_BYTES):
+        self.bytes, self.max_bytes = 0, max_bytes
 
 
 class HeldAnswers:
     """One connection's held responses, oldest first, by correlation id."""
 
-    __slots__ = ("_decoder", "_frames", "bytes", "max_bytes")
+    __slots__ = ("_budget", "_decoder", "_frames", "bytes", "max_bytes")
 
-    def __init__(self, decoder: BodyDecoder, max_bytes: int = DEFAULT_MAX_BUFFERED_BYTES):
-        self._decoder = decoder
+    def __init__(self, decoder: BodyDecoder, budget: HeldBudget, max_bytes: int = DEFAULT_MAX_BUFFERED_BYTES):
+        self._decoder, self._budget = decoder, budget
         self._frames: OrderedDict[int, Frame] = OrderedDict()
         self.bytes = 0
         self.max_bytes = max_bytes
@@ -54,11 +66,17 @@ class HeldAnswers:
 
     def hold(self, correlation_id: int, frame: Frame) -> list[Frame]:
         """Hold ``frame`` (no other with its id is held); those let go to keep the bounds, oldest first."""
-        frames = self._frames
+        frames, budget = self._frames, self._budget
         frames[correlation_id] = frame
         self.bytes += len(frame.payload)
+        budget.bytes += len(frame.payload)
         let_go = []
-        while len(frames) > 1 and (len(frames) > MAX_HELD or self.bytes > self.max_bytes or self._stale(frame)):
+        while len(frames) > 1 and (
+            len(frames) > MAX_HELD
+            or self.bytes > self.max_bytes
+            or budget.bytes > budget.max_bytes
+            or self._stale(frame)
+        ):
             let_go.append(self.oldest())
         return let_go
 
@@ -69,8 +87,12 @@ class HeldAnswers:
 
     def oldest(self) -> Frame:
         frame = self._frames.popitem(last=False)[1]
-        self.bytes -= len(frame.payload)
+        self._let_go(frame)
         return frame
+
+    def _let_go(self, frame: Frame) -> None:
+        self.bytes -= len(frame.payload)
+        self._budget.bytes -= len(frame.payload)
 
     def answer(self, request, header: RequestHeader) -> tuple[Frame | None, Frame | None]:
         """(the held response that answers ``request``, just come with ``header``; the one held
@@ -78,7 +100,7 @@ class HeldAnswers:
         frame = self._frames.pop(header.correlation_id, None)
         if frame is None:
             return None, None
-        self.bytes -= len(frame.payload)
+        self._let_go(frame)
         if captured_before(frame, request) and not self._reads_as_answer(frame, header):
             return None, frame
         return frame, None

@@ -78,7 +78,7 @@ class Pairer:
         self.out: list[Exchange] = []
         self.ids = (connection_id, client_address, broker_address)
         self.pending: dict[int, Pending] = {}
-        self.held = HeldAnswers(ctx.decoder)  # responses handed over before their request
+        self.held = HeldAnswers(ctx.decoder, ctx.held)  # responses handed over before their request
         self.client_ids: set[str | None] = set()  # seen on this connection; resync prefers them
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()

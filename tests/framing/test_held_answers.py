@@ -9,8 +9,9 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.codec.decoder import decoder_for
-from kafka_protocol_source.framing.held_answers import HELD_FOR_NS, HeldAnswers
+from kafka_protocol_source.framing.held_answers import HELD_FOR_NS, HeldAnswers, HeldBudget
 from kafka_protocol_source.framing.model import Frame
+from kafka_protocol_source.framing.sniff import RequestHeader
 from tests.capture import pcapbuild as pb
 from tests.framing.kafkaflow import BROKER, Conversation, metadata_v1_request, metadata_v1_response
 
@@ -50,8 +51,8 @@ def _response(correlation_id: int, ns: int, size: int = 16) -> Frame:
     return Frame(payload, correlation_id * size, ns, ns, correlation_id, correlation_id)
 
 
-def _held(**bounds) -> HeldAnswers:
-    return HeldAnswers(decoder_for(None), **bounds)
+def _held(budget: HeldBudget | None = None, **bounds) -> HeldAnswers:
+    return HeldAnswers(decoder_for(None), budget or HeldBudget(), **bounds)
 
 
 def test_held_answers_are_let_go_oldest_first_past_their_bytes():
@@ -72,10 +73,27 @@ def test_a_held_answer_is_let_go_once_answers_a_minute_later_come():
     assert [_id(f) for f in held.frames()] == [3, 4]
 
 
+def test_the_connections_of_a_read_hold_no_more_than_their_budget_together():
+    """Only the broker's side of many connections captured: each holds its responses for a
+    minute, and all of them together no more than the read's budget."""
+    budget = HeldBudget(max_bytes=64)
+    first, second = _held(budget), _held(budget)
+    assert first.hold(1, _response(1, 0)) == first.hold(2, _response(2, 0)) == []
+    assert second.hold(3, _response(3, 0)) == second.hold(4, _response(4, 0)) == []
+    assert [_id(f) for f in second.hold(5, _response(5, 0))] == [3]
+    assert budget.bytes == 64
+    first.answer(None, _header(1))
+    assert budget.bytes == 48 and second.hold(6, _response(6, 0)) == []
+
+
 def test_one_answer_however_large_is_held():
     held = _held(max_bytes=8)
     assert held.hold(1, _response(1, 0, size=64)) == []
     assert [_id(f) for f in held.hold(2, _response(2, 0))] == [1]
+
+
+def _header(correlation_id: int) -> RequestHeader:
+    return RequestHeader(0, 3, 1, correlation_id, None, 8)
 
 
 def _id(frame: Frame) -> int:
