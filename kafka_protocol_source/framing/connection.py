@@ -279,6 +279,7 @@ class Connection:
             address(client.src_ip, client.src_port),
             address(broker.src_ip, broker.src_port),
         )
+        pairer.held.client_spoke = partial(self._spoke, client)
         max_size = ctx.max_frame_size
         in_sync = self.initiator is not None
         requests = request_start_check(ctx.known, max_size, pairer.client_ids, ctx.decoder.request_reads)
@@ -290,6 +291,11 @@ class Connection:
             response_cut_start(max_size, pairer.pending_ids),
             awaited_response(max_size, pairer.pending_ids),
         )
+
+    def _spoke(self, direction: Direction) -> bool:
+        """Whether any captured byte of one side has been fed to its framing."""
+        framer = self.framers.get(direction)
+        return framer is not None and framer.fed
 
     def _decided_client(self) -> Direction:
         assert self.client is not None, "the client side is decided before anything asks for it"

@@ -1,5 +1,5 @@
-"""What every connection of one capture shares: options, the body decoder it is handed, where in
-the capture reading is, and the budget of the responses they hold for their requests.
+"""What every connection of one capture shares: options, the body decoder it is handed, and
+where in the capture reading is.
 
 Besides the decoder for bodies (the user's definitions, maybe partial), it holds what finding
 Kafka needs and what must not depend on those definitions: the table of api keys and versions
@@ -8,12 +8,11 @@ the protocol has (``known``, from the bundled definitions) and their names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..capture.model import FILE_MASK, FILE_SHIFT  # (re-exported: the stages above read them here)
 from .decoding import BodyDecoder
-from .held_answers import HeldBudget
 from .sniff import ApiVersionsTable
 from .splitter import DEFAULT_MAX_FRAME_SIZE
 
@@ -39,8 +38,6 @@ class CaptureContext:
     # Rows of these statuses whose api is unknown (a gap, a frame without a readable header)
     # pass the api filter: any of them may be of an api it asks for (a FAILFAST read fails on them).
     unknown_api_kept: frozenset[str] = frozenset()
-    # The bytes of responses held for their request by all the capture's connections (``held_answers``).
-    held: HeldBudget = field(default_factory=HeldBudget)
 
     def locate(self, packet: int | None) -> tuple[str, int | None]:
         """The file and in-file index of a global packet index (the first file when unknown)."""

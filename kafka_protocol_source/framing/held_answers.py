@@ -1,103 +1,97 @@
 """Responses handed over before their request, held until a request with their correlation id comes.
 
 A response comes before its request when the client side was still resynchronising (a capture
-joined mid-stream), and when the capture's clocks disagree: one file per direction from two
-hosts, the broker's clock behind the client's by more than the time to answer. Then every
-answer of a connection comes ahead of its request, by as much as the clocks differ: seconds,
-between hosts whose clocks are not kept in step, and thousands of answers on a busy connection.
-So a response is held until responses captured a minute after it come, within bounds on the
-bytes held: per connection (as many as the out-of-order bytes a TCP direction may hold) and by all
-connections of a read together (``HeldBudget``: a capture of only the broker's side of a thousand
-connections holds no more than that), and on their number; past any of these, the connection's
-oldest is let go. A connection whose client side was not captured at all thus gives its responses'
-rows at most a minute late.
+joined mid-stream: the client's start is settled only after the next 256 packets of the capture,
+minutes on a quiet one), and when the capture's clocks disagree: one file per direction from two
+hosts, the broker's clock behind the client's by more than the time to answer. Then every answer
+of a connection comes ahead of its request, by as much as the clocks differ: seconds, between
+hosts whose clocks are not kept in step, and thousands of answers on a busy connection. Every
+answer let go while its request is still to come makes two rows of one exchange, so a connection
+holds up to ``MAX_HELD`` answers and ``MAX_HELD_BYTES`` of them (a few seconds of a busy
+consumer's Fetch answers, whatever the other connections hold: a connection's rows do not depend
+on what else the read holds), and lets the oldest go past either. One whose client side has sent
+no byte at all while its held answers span a minute of capture time is taken to have no client
+side captured (a mirror port copying one direction); it holds ``ONE_SIDED_HELD`` answers, as many
+as any connection used to, so a capture of only the broker's side of many connections costs what
+it did.
 
 When its request comes, a held response captured before it answers it only where it reads as its
 answer (whole by the spec, or with a deviation its peer is known for: ``quirks``); otherwise it
 answers an earlier request with that id, not captured, and is let go.
 
-Owns the holding, its bound and that test. ``pairing`` owns what becomes of them: a response let
-go is a ``request_missing`` row, read as ``orphans`` says.
+A response whose request was framed first, but which was captured before it while requests sent
+before that one still wait for their answers, is ``Undecided``: it is the request's answer (the
+clocks disagree, and the earlier requests' answers were lost), or an earlier request's with the
+same id, not captured (the client's ids started again: a reconnect from the same port whose SYN
+was not captured). A broker answers a connection's requests in order, so the next answer decides.
+
+Owns the holding, its bounds and those tests. ``pairing`` owns what becomes of them: a response
+let go is a ``request_missing`` row, read as ``orphans`` says.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
-from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 from .decoding import BodyDecoder, UndecodableBody
 from .model import Frame
 from .quirks import explain
 from .sniff import RequestHeader
 
 MAX_HELD = 1 << 16  # responses held per connection, whatever their size
-MAX_HELD_BYTES = 64 << 20  # held by all connections of a read together (HeldBudget's default)
-HELD_FOR_NS = 60 * 10**9  # of capture time, after which a held response is let go
+MAX_HELD_BYTES = 256 << 20  # of them per connection (256 Fetch answers of 1 MiB, as before)
+ONE_SIDED_HELD = 256  # held by a connection whose client side sent nothing for a minute
+ONE_SIDED_NS = 60 * 10**9  # of capture time spanned by its held answers
 
 
-class HeldBudget:
-    """The bytes of responses the connections of one read hold, and the most they may."""
+class HeldAnswers(OrderedDict[int, Frame]):
+    """One connection's held responses, oldest first, by correlation id (a dict: the pairing asks
+    whether there are any for every request)."""
 
-    __slots__ = ("bytes", "max_bytes")
+    __slots__ = ("_decoder", "bytes", "client_spoke", "max_bytes")
 
-    def __init__(self, max_bytes: int = MAX_HELD_BYTES):
-        self.bytes, self.max_bytes = 0, max_bytes
-
-
-class HeldAnswers:
-    """One connection's held responses, oldest first, by correlation id."""
-
-    __slots__ = ("_budget", "_decoder", "_frames", "bytes", "max_bytes")
-
-    def __init__(self, decoder: BodyDecoder, budget: HeldBudget, max_bytes: int = DEFAULT_MAX_BUFFERED_BYTES):
-        self._decoder, self._budget = decoder, budget
-        self._frames: OrderedDict[int, Frame] = OrderedDict()
+    def __init__(self, decoder: BodyDecoder, max_bytes: int = MAX_HELD_BYTES):
+        super().__init__()
+        self._decoder = decoder
         self.bytes = 0
         self.max_bytes = max_bytes
-
-    def __bool__(self) -> bool:
-        return bool(self._frames)
-
-    def __contains__(self, correlation_id: object) -> bool:
-        return correlation_id in self._frames
+        # Whether the connection's client side has sent any byte (its framing's to say).
+        self.client_spoke: Callable[[], bool] = _yes
 
     def frames(self) -> list[Frame]:
-        return list(self._frames.values())
+        return list(self.values())
 
     def hold(self, correlation_id: int, frame: Frame) -> list[Frame]:
         """Hold ``frame`` (no other with its id is held); those let go to keep the bounds, oldest first."""
-        frames, budget = self._frames, self._budget
-        frames[correlation_id] = frame
+        self[correlation_id] = frame
         self.bytes += len(frame.payload)
-        budget.bytes += len(frame.payload)
         let_go = []
-        while len(frames) > 1 and (
-            len(frames) > MAX_HELD
-            or self.bytes > self.max_bytes
-            or budget.bytes > budget.max_bytes
-            or self._stale(frame)
-        ):
+        while len(self) > 1 and (len(self) > MAX_HELD or self.bytes > self.max_bytes):
             let_go.append(self.oldest())
+        if len(self) > ONE_SIDED_HELD and self._one_sided(frame):
+            while len(self) > ONE_SIDED_HELD:
+                let_go.append(self.oldest())
         return let_go
 
-    def _stale(self, newest: Frame) -> bool:
-        """Whether the oldest held was captured over ``HELD_FOR_NS`` before ``newest``."""
-        oldest_ns, newest_ns = next(iter(self._frames.values())).last_ns, newest.last_ns
-        return oldest_ns is not None and newest_ns is not None and newest_ns - oldest_ns > HELD_FOR_NS
+    def _one_sided(self, newest: Frame) -> bool:
+        """Whether the client side sent nothing while the held answers span ``ONE_SIDED_NS``."""
+        oldest_ns, newest_ns = next(iter(self.values())).last_ns, newest.last_ns
+        spans = oldest_ns is not None and newest_ns is not None and newest_ns - oldest_ns > ONE_SIDED_NS
+        return spans and not self.client_spoke()
 
     def oldest(self) -> Frame:
-        frame = self._frames.popitem(last=False)[1]
+        frame = self.popitem(last=False)[1]
         self._let_go(frame)
         return frame
 
     def _let_go(self, frame: Frame) -> None:
         self.bytes -= len(frame.payload)
-        self._budget.bytes -= len(frame.payload)
 
     def answer(self, request, header: RequestHeader) -> tuple[Frame | None, Frame | None]:
         """(the held response that answers ``request``, just come with ``header``; the one held
         with its id that answers an earlier request instead, let go): either, or neither, is None."""
-        frame = self._frames.pop(header.correlation_id, None)
+        frame = self.pop(header.correlation_id, None)
         if frame is None:
             return None, None
         self._let_go(frame)
@@ -118,6 +112,36 @@ class HeldAnswers:
         except UndecodableBody:
             return False
         return explain(*pair, "response", decoded) is not None
+
+
+class Undecided(dict[int, Frame]):
+    """A connection's undecided responses, oldest first, by correlation id (that of a pending request)."""
+
+    __slots__ = ()
+
+    def frames(self) -> list[Frame]:
+        return list(self.values())
+
+    def oldest(self) -> Frame:
+        return self.pop(next(iter(self)))
+
+    def decided_by(
+        self, answer: Frame, answered_at: int, sent_at: Callable[[int], int | None]
+    ) -> list[tuple[Frame, bool]]:
+        """``answer`` answers the request at stream offset ``answered_at``: the undecided responses
+        before it, each with whether it answers the pending request with its id (``sent_at``: that
+        request's stream offset, None when none waits), which it does where that was sent before."""
+        decided = []
+        for correlation_id, frame in list(self.items()):
+            if frame.offset < answer.offset:
+                del self[correlation_id]
+                sent = sent_at(correlation_id)
+                decided.append((frame, sent is not None and sent < answered_at))
+        return decided
+
+
+def _yes() -> bool:
+    return True
 
 
 def captured_before(response: Frame, request) -> bool:

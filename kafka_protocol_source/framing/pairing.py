@@ -33,7 +33,7 @@ from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
 from .exchange_build import answered, api_name, build_exchange, notes, stream_span
-from .held_answers import HeldAnswers, answered_before, captured_before
+from .held_answers import HeldAnswers, Undecided, answered_before, captured_before
 from .model import (
     CUT_BODY,
     GAP,
@@ -78,13 +78,14 @@ class Pairer:
         self.out: list[Exchange] = []
         self.ids = (connection_id, client_address, broker_address)
         self.pending: dict[int, Pending] = {}
-        self.held = HeldAnswers(ctx.decoder, ctx.held)  # responses handed over before their request
+        self.held = HeldAnswers(ctx.decoder)  # responses handed over before their request
+        self.undecided = Undecided()  # responses captured before their request: the next answer decides
         self.client_ids: set[str | None] = set()  # seen on this connection; resync prefers them
         self.sasl_mode = False
         self.sasl_tokens: deque[Frame] = deque()
         self.filtering = ctx.apis is not None or ctx.window_ns is not None
         self._defines = ctx.decoder.defines_request
-        self.unwanted: set[int] = set()
+        self.unwanted: dict[int, int] = {}  # requests the filters leave out: correlation id -> stream offset
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
         self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
@@ -134,7 +135,7 @@ class Pairer:
         """The frames of one side handed over whose rows are still to come."""
         if is_request:
             return [pending.frame for pending in self.pending.values()] + list(self.sasl_tokens)
-        return self.held.frames()
+        return self.held.frames() + self.undecided.frames()
 
     # -- requests ---------------------------------------------------------------------
 
@@ -155,7 +156,7 @@ class Pairer:
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.orphan_reading.used.add((header.api_key, header.api_version))
             if not self.held or self._held_answer(frame, header) is None:
-                self.unwanted.add(header.correlation_id)  # not decoded; its response is dropped too
+                self.unwanted[header.correlation_id] = frame.offset  # not decoded; its response is dropped too
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
             if self.sasl_mode:
@@ -245,7 +246,7 @@ class Pairer:
             self._emit_pending(older, UNANSWERED, "correlation id reused by a later request before any response")
         self.pending[correlation_id] = pending
         if self.held and (answer := self._held_answer(pending.frame, header)) is not None:
-            self.response(answer)
+            self.response(answer, held=True)
 
     def _held_answer(self, request, header: RequestHeader) -> Frame | None:
         """The held response that answers ``request``, just come (``held_answers``); one held with
@@ -257,27 +258,26 @@ class Pairer:
 
     # -- responses --------------------------------------------------------------------
 
-    def response(self, frame: Frame) -> None:
+    def response(self, frame: Frame, held: bool = False, deciding: bool = True) -> None:
+        """``held``: the response came before its request, and waited for it; ``deciding``: what it
+        answers decides the undecided responses before it (``_decide``)."""
         payload = frame.payload
         correlation_id = _CORRELATION.unpack_from(payload)[0] if len(payload) >= 4 else None
-        pending = self.pending.pop(correlation_id, None) if correlation_id is not None else None
-        if pending is None and correlation_id in self.unwanted:
-            self.unwanted.discard(correlation_id)
+        pending = self.pending.get(correlation_id) if correlation_id is not None else None
+        if pending is None or correlation_id is None:
+            self._unasked(frame, correlation_id, deciding)
             return
-        if pending is None:
-            if self.sasl_tokens:
-                self._emit_sasl(self.sasl_tokens.popleft(), frame)
-            elif correlation_id is not None and correlation_id not in self.held:
-                for let_go in self.held.hold(correlation_id, frame):
-                    self._missing(let_go)
-            else:
-                self._missing(frame)
+        before = captured_before(frame, pending.frame)  # held for it, or out of time order in the capture
+        if before and not held and self._undecided(frame, correlation_id, pending):
             return
+        del self.pending[correlation_id]
+        if self.undecided and deciding:
+            self._decide(frame, pending.frame.offset)
         if self.acks0:
             self._answered_after(pending)
             if pending.status == NO_RESPONSE:
                 pending.status, pending.note = OK, ACKS0_ANSWERED
-        if captured_before(frame, pending.frame):  # held for it, or out of time order in the capture
+        if before:
             pending.note = "; ".join(filter(None, (pending.note, answered_before(frame, pending.frame))))
         header = pending.header
         if not self.ctx.decoder.defines_response(header.api_key, header.api_version):
@@ -318,6 +318,57 @@ class Pairer:
             response=response,
             raw_response=payload if deviated or pending.decoded is None else None,
         )
+
+    def _undecided(self, frame: Frame, correlation_id: int, pending: Pending) -> bool:
+        """Whether ``frame``, captured before ``pending`` (framed first), is left undecided: its
+        answer or an earlier request's with its id (``held_answers.Undecided``)."""
+        if correlation_id in self.undecided or not self._sent_after_others(pending):
+            return False
+        self.undecided[correlation_id] = frame
+        if len(self.undecided) > ACKS0_LIMIT:
+            self._decide_oldest()
+        return True
+
+    def _unasked(self, frame: Frame, correlation_id: int | None, deciding: bool) -> None:
+        """A response that answers no pending request: held for its request, or given its row."""
+        if correlation_id in self.unwanted:  # the answer of a request the filters leave out
+            offset = self.unwanted.pop(correlation_id)
+            if self.undecided and deciding:
+                self._decide(frame, offset)
+        elif self.sasl_tokens:
+            self._emit_sasl(self.sasl_tokens.popleft(), frame)
+        elif correlation_id is not None and correlation_id not in self.held:
+            for let_go in self.held.hold(correlation_id, frame):
+                self._missing(let_go)
+        else:
+            self._missing(frame)
+
+    def _sent_after_others(self, pending: Pending) -> bool:
+        """Whether requests sent before ``pending`` wait for their answers (Produce with acks=0
+        aside), those the filters leave out too."""
+        offset = pending.frame.offset
+        if any(other < offset for other in self.unwanted.values()):
+            return True
+        return any(
+            o.frame.offset < offset and o.status != NO_RESPONSE for o in self.pending.values() if o is not pending
+        )
+
+    def _decide(self, answer: Frame, answered_at: int) -> None:
+        """``answer``, just come, answers the request at stream offset ``answered_at``: it decides
+        the undecided responses before it (``held_answers.Undecided``)."""
+        for frame, answers in self.undecided.decided_by(answer, answered_at, self._sent_at):
+            if answers:
+                self.response(frame, held=True, deciding=False)
+            else:
+                self._missing(frame)
+
+    def _sent_at(self, correlation_id: int) -> int | None:
+        pending = self.pending.get(correlation_id)
+        return None if pending is None else pending.frame.offset
+
+    def _decide_oldest(self) -> None:
+        """The oldest undecided response answers its pending request (as the clocks disagree)."""
+        self.response(self.undecided.oldest(), held=True, deciding=False)
 
     def _missing(self, frame: Frame) -> None:
         """The row of a response whose request was not captured, read at an api and version of
@@ -405,6 +456,8 @@ class Pairer:
     def finish(self, why: str = "no response before the end of the capture", at: int | None = None) -> list[Exchange]:
         """Rows for all still pending: the connection closed at packet ``at`` (None: the input ended)."""
         self.at = at
+        while self.undecided:
+            self._decide_oldest()
         while self.acks0:
             self._no_response(self.acks0.popleft())
         while self.held:

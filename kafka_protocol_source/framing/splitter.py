@@ -88,6 +88,7 @@ class DirectionFramer:
         self.pos = 0  # read position in buf
         self.base = 0  # stream offset of buf[0], once anchored
         self.anchored = False  # False until a chunk (or a gap's end) says where the stream is
+        self.fed = False  # whether any captured byte came (a gap's end anchors without one)
         self.in_sync = in_sync
         self.times: deque[tuple[int, int, int | None]] = deque()  # (stream offset, ns, packet) per chunk
         self.skip_start: int | None = None
@@ -104,6 +105,7 @@ class DirectionFramer:
     # -- input ------------------------------------------------------------------------
 
     def feed(self, offset: int, data: bytes, ns: int, packet: int | None) -> list:
+        self.fed = True
         if self.in_sync and not self.buf and (offset == self.base or not self.anchored) and len(data) >= 4:
             # The common case: nothing buffered and this chunk is exactly one whole frame (a
             # direction's first chunk included). The frame is cut from the chunk itself, leaving

@@ -1,4 +1,5 @@
-"""Responses held for their request: how many, for how long, and a busy connection's clocks far apart."""
+"""Responses that come before their request: how many are held and for how long, a busy connection's
+clocks far apart, and an answer given before the capture began whose id a later request reuses."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.codec.decoder import decoder_for
-from kafka_protocol_source.framing.held_answers import HELD_FOR_NS, HeldAnswers, HeldBudget
+from kafka_protocol_source.framing.held_answers import ONE_SIDED_HELD, ONE_SIDED_NS, HeldAnswers
 from kafka_protocol_source.framing.model import Frame
 from kafka_protocol_source.framing.sniff import RequestHeader
 from tests.capture import pcapbuild as pb
-from tests.framing.kafkaflow import BROKER, Conversation, metadata_v1_request, metadata_v1_response
+from tests.cuts import late_start, segments_of
+from tests.framing.kafkaflow import BROKER, Conversation, metadata_v1_request, metadata_v1_response, sized
+from tests.framing.test_orphans import _fetch_v7_request, _fetch_v7_response, _one_batch
+from tests.samples.catalog import samples
 
 
 def _write(path, segments, shift_ns: int = 0) -> str:
@@ -51,8 +55,10 @@ def _response(correlation_id: int, ns: int, size: int = 16) -> Frame:
     return Frame(payload, correlation_id * size, ns, ns, correlation_id, correlation_id)
 
 
-def _held(budget: HeldBudget | None = None, **bounds) -> HeldAnswers:
-    return HeldAnswers(decoder_for(None), budget or HeldBudget(), **bounds)
+def _held(client_spoke: bool = True, **bounds) -> HeldAnswers:
+    held = HeldAnswers(decoder_for(None), **bounds)
+    held.client_spoke = lambda: client_spoke
+    return held
 
 
 def test_held_answers_are_let_go_oldest_first_past_their_bytes():
@@ -61,29 +67,9 @@ def test_held_answers_are_let_go_oldest_first_past_their_bytes():
     assert held.hold(2, _response(2, 0)) == []
     assert [_id(f) for f in held.hold(3, _response(3, 0))] == [1]
     assert held.bytes == 32 and 2 in held and 1 not in held
-
-
-def test_a_held_answer_is_let_go_once_answers_a_minute_later_come():
-    """A connection whose client side was not captured: its responses' rows come a minute late,
-    not at its end, and hold no more than a minute of its answers."""
-    held = _held()
-    for i in range(1, 4):
-        assert held.hold(i, _response(i, i * 10**9)) == []
-    assert [_id(f) for f in held.hold(4, _response(4, HELD_FOR_NS + 2 * 10**9 + 1))] == [1, 2]
-    assert [_id(f) for f in held.frames()] == [3, 4]
-
-
-def test_the_connections_of_a_read_hold_no_more_than_their_budget_together():
-    """Only the broker's side of many connections captured: each holds its responses for a
-    minute, and all of them together no more than the read's budget."""
-    budget = HeldBudget(max_bytes=64)
-    first, second = _held(budget), _held(budget)
-    assert first.hold(1, _response(1, 0)) == first.hold(2, _response(2, 0)) == []
-    assert second.hold(3, _response(3, 0)) == second.hold(4, _response(4, 0)) == []
-    assert [_id(f) for f in second.hold(5, _response(5, 0))] == [3]
-    assert budget.bytes == 64
-    first.answer(None, _header(1))
-    assert budget.bytes == 48 and second.hold(6, _response(6, 0)) == []
+    untimed_request = Frame(b"", 0, None, None, None)
+    answer, earlier = held.answer(untimed_request, _header(2))
+    assert (_id(answer), earlier, held.bytes, len(held)) == (2, None, 16, 1)
 
 
 def test_one_answer_however_large_is_held():
@@ -92,9 +78,120 @@ def test_one_answer_however_large_is_held():
     assert [_id(f) for f in held.hold(2, _response(2, 0))] == [1]
 
 
+@pytest.mark.parametrize("client_spoke", [True, False])
+def test_a_connection_whose_client_side_is_silent_for_a_minute_holds_what_it_did(client_spoke):
+    """Only the broker's side captured (a mirror port copying one direction): once its held
+    answers span a minute with no byte from the client, it holds 256 of them, as every connection
+    used to, so a capture of many such connections costs what it did. A client that spoke (its
+    start still being settled, or its clock far ahead) keeps all of them."""
+    held = _held(client_spoke)
+    let_go = [f for i in range(1, ONE_SIDED_HELD + 2) for f in held.hold(i, _response(i, i * 10**6))]
+    assert let_go == []
+    later = held.hold(ONE_SIDED_HELD + 2, _response(ONE_SIDED_HELD + 2, ONE_SIDED_NS + 10**9))
+    assert [_id(f) for f in later] == ([] if client_spoke else [1, 2])
+    assert len(held) == (ONE_SIDED_HELD + 2 if client_spoke else ONE_SIDED_HELD)
+
+
 def _header(correlation_id: int) -> RequestHeader:
     return RequestHeader(0, 3, 1, correlation_id, None, 8)
 
 
 def _id(frame: Frame) -> int:
     return struct.unpack_from(">i", frame.payload)[0]
+
+
+def _reused_ids_capture(tmp_path, same_connection: bool) -> str:
+    """A capture joining a connection inside a Fetch v7 request (id 7), whose answer (3 records)
+    comes first; two Metadata exchanges; then the client's ids start again on the connection's
+    4-tuple (a reconnect from the same port whose SYN was not captured, or the same stream) and
+    its own Fetch v7 id 7 is answered, empty."""
+    first = Conversation(handshake=False)
+    first.send(first.client, sized(_fetch_v7_request(7))[13:])
+    first.response(_fetch_v7_response(7, _one_batch()))
+    for correlation_id in (8, 9):
+        first.request(metadata_v1_request(correlation_id))
+        first.response(metadata_v1_response(correlation_id))
+    again = first if same_connection else Conversation(handshake=False, start_ns=first.ns + 10**9)
+    if not same_connection:
+        for side in again.seq:
+            again.seq[side] += 12_345_678
+    again.request(_fetch_v7_request(7))
+    again.response(_fetch_v7_response(7))
+    return _write(tmp_path / "reused.pcap", first.segments + ([] if same_connection else again.segments))
+
+
+@pytest.mark.parametrize("apis", [None, [1]])
+@pytest.mark.parametrize("same_connection", [True, False])
+def test_an_answer_given_before_the_capture_does_not_answer_a_later_request_with_its_id(
+    same_connection, apis, tmp_path
+):
+    """The broker's framing waits for a request with the id of its first answer, so the client's
+    later Fetch id 7 was framed first, and that answer, captured before it, paired with it (its
+    note blaming the clocks), while the Fetch's own answer became request_missing. Requests sent
+    before it (the Metadata ones) were still waiting, and a broker answers in order: their answers
+    coming after it show it answered an earlier request with its id. Filtered to Fetch or not."""
+    path = _reused_ids_capture(tmp_path, same_connection)
+    fetches = [e for e in read_capture(path, apis=apis) if e.api_name == "Fetch"]
+    assert [(e.status, e.request_packet is None, e.latency_ms, e.note) for e in fetches] == [
+        ("request_missing", True, None, fetches[0].note),
+        ("ok", False, 1.0, None),
+    ]
+    missing, ok = fetches
+    assert missing.response_packet < ok.request_packet < ok.response_packet
+    assert len(missing.response["responses"][0]["partitions"][0]["records"][0]["records"]) == 3
+    assert ok.response["responses"][0]["partitions"][0]["records"] in (None, [])
+
+
+@pytest.mark.parametrize("first", [5, 42, 90])
+@pytest.mark.parametrize("behind_ms", [1, 100])
+def test_answers_captured_before_requests_whose_elder_answers_were_lost_still_pair(behind_ms, first, tmp_path):
+    """The broker's side stamped early and the capture starting late (merged by time, then cut):
+    answers to the first captured requests came before the capture, so those requests wait
+    forever, and a later answer, captured before its own request, is decided by the answers after
+    it. No exchange comes apart into a request_missing row and an unanswered one."""
+    s = next(s for s in samples() if s.name == "tansu_confluent_kafka_all_codecs")
+    early = [
+        x._replace(timestamp_ns=x.timestamp_ns - behind_ms * 10**6) if x.src_port == s.broker_port else x
+        for x in segments_of(s.path)
+    ]
+    early.sort(key=lambda x: x.timestamp_ns)
+    rows = list(read_capture(late_start(early, first).write(tmp_path / "late.pcap"), ports=[s.broker_port]))
+    by_status = Counter((e.connection_id, e.correlation_id, e.status) for e in rows)
+    apart = [key for key in by_status if key[2] == "request_missing" and (*key[:2], "unanswered") in by_status]
+    assert apart == []
+    assert sum(e.status == "ok" for e in rows) > 40
+
+
+@pytest.mark.parametrize("period_ms", [3000, 200])
+def test_a_quiet_connection_joined_mid_request_pairs_with_the_brokers_clock_behind(period_ms, tmp_path):
+    """The capture joins inside a request, so the client side's start is settled only after the
+    next 256 packets (minutes of a quiet connection), and the broker's clock is 2 s behind: its
+    answers wait that long for their requests to be framed. Letting an answer go after a minute
+    of them (found by review of 3386e8d) split a third of these exchanges in two."""
+    talk = Conversation(handshake=False)
+    talk.send(talk.client, sized(metadata_v1_request(1))[13:])
+    talk.response(metadata_v1_response(1))
+    for correlation_id in range(2, 302):
+        talk.ns += period_ms * 10**6
+        talk.request(metadata_v1_request(correlation_id))
+        talk.response(metadata_v1_response(correlation_id))
+    to_broker = _write(tmp_path / "in.pcap", [s for s in talk.segments if s[2] == BROKER])
+    from_broker = _write(tmp_path / "out.pcap", [s for s in talk.segments if s[1] == BROKER], -2 * 10**9)
+    rows = list(read_capture([to_broker, from_broker]))
+    assert Counter(e.status for e in rows) == {"ok": 300, "gap": 1, "request_missing": 1}
+    assert [e.correlation_id for e in rows if e.status == "request_missing"] == [1]
+
+
+def test_a_consumer_fetching_a_megabyte_a_tenth_of_a_second_pairs_with_the_clocks_apart(tmp_path):
+    """Answers of about 1 MiB, ten a second, the broker's clock 2 s behind: 20 MiB held at once.
+    A bound of 16 MiB per connection (found by review of 3386e8d) split 85 of 100 in two."""
+    talk = Conversation()
+    for correlation_id in range(1, 101):
+        talk.ns += 100 * 10**6
+        talk.request(metadata_v1_request(correlation_id))
+        talk.response(metadata_v1_response(correlation_id, topics=("t" * 30_000,) * 35), pieces=20)
+    to_broker = _write(tmp_path / "in.pcap", [s for s in talk.segments if s[2] == BROKER])
+    from_broker = _write(tmp_path / "out.pcap", [s for s in talk.segments if s[1] == BROKER], -2 * 10**9)
+    rows = list(read_capture([to_broker, from_broker]))
+    assert Counter(e.status for e in rows) == {"ok": 100}
+    assert min(e.response_size for e in rows) > 1 << 20
