@@ -7,7 +7,7 @@ and the bytes of each stream the exchange holds. Does not own pairing itself (``
 
 from __future__ import annotations
 
-from .model import OK, Exchange, Frame, new_exchange
+from .model import CUT_BODY, OK, Exchange, Frame, new_exchange
 from .quirks import explain
 from .sniff import RequestHeader
 from .splitter import Partial
@@ -217,3 +217,30 @@ def stream_span(frame) -> tuple[int, int] | None:
             return frame.offset, frame.span
         return frame.offset, len(frame.payload) + (4 if frame.claimed_size is not None else 0)
     return frame.offset, len(frame.payload) + 4
+
+
+def read_up_to(missing: str, decoded: dict | None, side: str) -> str:
+    """What a cut frame's row says: what is missing, and how far its body was read."""
+    if decoded is None:
+        return missing
+    if decoded["cut_at"] is None:
+        return f"{missing}; the {side}'s body reads whole (the cut was in bytes after it)"
+    return f"{missing}; {CUT_BODY.format(side=side)}, in {decoded['cut_at']}"
+
+
+def unknown_api_error(ctx, header: RequestHeader) -> str:
+    """What the row of a request of an api or version the definitions lack says."""
+    name = api_name(ctx, header.api_key)
+    if ctx.decoder.api_name(header.api_key) is None:
+        what = f"{name} (api key {header.api_key})" if name else f"api key {header.api_key}"
+    else:
+        what = f"{name} version {header.api_version}"
+    source = ctx.decoder.source or "the definitions in use"
+    return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
+
+
+def deviation_error(side: str, decoded: dict) -> str:
+    """What a peer did that the spec does not allow and clients accept: said, with the body kept."""
+    said = [f"{decoded['trailing_bytes']} bytes left after the {side} body"] if decoded.get("trailing_bytes") else []
+    said += [f"{side} {d}" for d in decoded.get("deviations", ())]
+    return f"{'; '.join(said)}: the frame does not match the spec (the body as decoded is kept)"

@@ -32,10 +32,17 @@ from ..capture.model import later_packet
 from ..spec.api_keys import JOIN_GROUP, PRODUCE, SASL_HANDSHAKE, SYNC_GROUP
 from .conflicts import WAITING_LIMIT, Conflict, conflict, noted, overlaps
 from .decoding import UndecodableBody
-from .exchange_build import answered, api_name, build_exchange, notes, stream_span
+from .exchange_build import (
+    answered,
+    build_exchange,
+    deviation_error,
+    notes,
+    read_up_to,
+    stream_span,
+    unknown_api_error,
+)
 from .held_answers import HeldAnswers, Undecided, answered_before, captured_before
 from .model import (
-    CUT_BODY,
     GAP,
     MALFORMED,
     NO_RESPONSE,
@@ -162,7 +169,7 @@ class Pairer:
             if self.sasl_mode:
                 self.sasl_tokens.append(frame)
                 return
-            self._wait(Pending(frame, header, None, UNKNOWN_API, _unknown(self.ctx, header)))
+            self._wait(Pending(frame, header, None, UNKNOWN_API, unknown_api_error(self.ctx, header)))
             return
         try:
             decoded = self.ctx.decoder.decode_request(frame.payload)
@@ -189,7 +196,7 @@ class Pairer:
         )
         self.client_ids.add(header.client_id)
         if decoded.get("trailing_bytes") or decoded.get("deviations"):
-            self._wait(Pending(frame, header, decoded, MALFORMED, _leftover("request", decoded)))
+            self._wait(Pending(frame, header, decoded, MALFORMED, deviation_error("request", decoded)))
             return
         api_key = decoded["api_key"]
         if api_key == JOIN_GROUP or api_key == SYNC_GROUP:
@@ -309,7 +316,7 @@ class Pairer:
                 return
         if deviated:
             status = MALFORMED if status == OK else status
-            error = "; ".join(filter(None, (error, _leftover("response", response))))
+            error = "; ".join(filter(None, (error, deviation_error("response", response))))
         self._emit_pending(
             pending,
             status,
@@ -407,7 +414,7 @@ class Pairer:
             header = self._header(part.payload, part.claimed_size) if part.claimed_size is not None else None
             if header is not None:
                 decoded = self.ctx.decoder.request_prefix(part.payload)
-                self._wait(Pending(part, header, decoded, GAP, _read_up_to(missing, decoded, "request")))
+                self._wait(Pending(part, header, decoded, GAP, read_up_to(missing, decoded, "request")))
             else:
                 self._emit(GAP, part, None, error=missing, raw_request=part.payload)
             return
@@ -420,7 +427,7 @@ class Pairer:
             self._emit_pending(
                 pending,
                 GAP,
-                "; ".join(filter(None, (error, _read_up_to(missing, response, "response")))),
+                "; ".join(filter(None, (error, read_up_to(missing, response, "response")))),
                 response_frame=part,
                 response=response,
                 raw_response=part.payload,
@@ -522,29 +529,3 @@ class Pairer:
             if packet is not None and later_packet(packet, getattr(part, "last_ns", None), at, at_ns):
                 at, at_ns = packet, getattr(part, "last_ns", None)
         return at
-
-
-def _read_up_to(missing: str, decoded: dict | None, side: str) -> str:
-    """What a cut frame's row says: what is missing, and how far its body was read."""
-    if decoded is None:
-        return missing
-    if decoded["cut_at"] is None:
-        return f"{missing}; the {side}'s body reads whole (the cut was in bytes after it)"
-    return f"{missing}; {CUT_BODY.format(side=side)}, in {decoded['cut_at']}"
-
-
-def _unknown(ctx, header: RequestHeader) -> str:
-    name = api_name(ctx, header.api_key)
-    if ctx.decoder.api_name(header.api_key) is None:
-        what = f"{name} (api key {header.api_key})" if name else f"api key {header.api_key}"
-    else:
-        what = f"{name} version {header.api_version}"
-    source = ctx.decoder.source or "the definitions in use"
-    return f"{what} is not in {source}: paired by correlation id, bodies kept raw"
-
-
-def _leftover(side: str, decoded: dict) -> str:
-    """What a peer did that the spec does not allow and clients accept: said, with the body kept."""
-    said = [f"{decoded['trailing_bytes']} bytes left after the {side} body"] if decoded.get("trailing_bytes") else []
-    said += [f"{side} {d}" for d in decoded.get("deviations", ())]
-    return f"{'; '.join(said)}: the frame does not match the spec (the body as decoded is kept)"
