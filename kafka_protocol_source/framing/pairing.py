@@ -92,7 +92,9 @@ class Pairer:
         self.sasl_tokens: deque[Frame] = deque()
         self.filtering = ctx.apis is not None or ctx.window_ns is not None
         self._defines = ctx.decoder.defines_request
-        self.unwanted: dict[int, int] = {}  # requests the filters leave out: correlation id -> stream offset
+        # Requests the filters leave out: correlation id -> (stream offset, first packet; None for
+        # a Produce, which may have acks=0 and so no answer: see _sent_after_others).
+        self.unwanted: dict[int, tuple[int, int | None]] = {}
         self.acks0: deque[int] = deque()  # correlation ids of Produce requests with acks=0 pending, in order
         self.orphan_reading = ConnectionOrphans(ctx.decoder)  # how responses without their request are read
         self.broker_gap: tuple[int | None, str] | None = None  # the last bytes the broker side lost: (time, what)
@@ -163,7 +165,8 @@ class Pairer:
         if self.filtering and header is not None and not self.ctx.wanted(header.api_key, frame.first_ns):
             self.orphan_reading.used.add((header.api_key, header.api_version))
             if not self.held or self._held_answer(frame, header) is None:
-                self.unwanted[header.correlation_id] = frame.offset  # not decoded; its response is dropped too
+                packet = None if header.api_key == PRODUCE else frame.first_packet
+                self.unwanted[header.correlation_id] = (frame.offset, packet)  # not decoded; its response dropped too
             return
         if header is not None and not self._defines(header.api_key, header.api_version):
             if self.sasl_mode:
@@ -329,7 +332,7 @@ class Pairer:
     def _undecided(self, frame: Frame, correlation_id: int, pending: Pending) -> bool:
         """Whether ``frame``, captured before ``pending`` (framed first), is left undecided: its
         answer or an earlier request's with its id (``held_answers.Undecided``)."""
-        if correlation_id in self.undecided or not self._sent_after_others(pending):
+        if correlation_id in self.undecided or not self._sent_after_others(pending, frame):
             return False
         self.undecided[correlation_id] = frame
         if len(self.undecided) > ACKS0_LIMIT:
@@ -339,7 +342,7 @@ class Pairer:
     def _unasked(self, frame: Frame, correlation_id: int | None, deciding: bool) -> None:
         """A response that answers no pending request: held for its request, or given its row."""
         if correlation_id in self.unwanted:  # the answer of a request the filters leave out
-            offset = self.unwanted.pop(correlation_id)
+            offset = self.unwanted.pop(correlation_id)[0]
             if self.undecided and deciding:
                 self._decide(frame, offset)
         elif self.sasl_tokens:
@@ -350,14 +353,21 @@ class Pairer:
         else:
             self._missing(frame)
 
-    def _sent_after_others(self, pending: Pending) -> bool:
-        """Whether requests sent before ``pending`` wait for their answers (Produce with acks=0
-        aside), those the filters leave out too."""
-        offset = pending.frame.offset
-        if any(other < offset for other in self.unwanted.values()):
+    def _sent_after_others(self, pending: Pending, response: Frame) -> bool:
+        """Whether requests sent before ``pending`` but captured after ``response`` wait for their
+        answers (those the filters leave out too). Requests captured before it are left out: any
+        of them may wait for good (its answer lost), and a read starting after it would decide
+        otherwise. So are Produce requests, which may have acks=0 (filtered out, they are not
+        decoded to tell)."""
+        offset, after = pending.frame.offset, response.last_packet
+        if after is None:
+            return False
+        if any(o < offset and p is not None and p > after for o, p in self.unwanted.values()):
             return True
         return any(
-            o.frame.offset < offset and o.status != NO_RESPONSE for o in self.pending.values() if o is not pending
+            o.frame.offset < offset and (o.frame.first_packet or -1) > after and o.header.api_key != PRODUCE
+            for o in self.pending.values()
+            if o is not pending
         )
 
     def _decide(self, answer: Frame, answered_at: int) -> None:
@@ -367,7 +377,7 @@ class Pairer:
             if answers:
                 self.response(frame, held=True, deciding=False)
             else:
-                self._missing(frame)
+                self._missing(frame, decided_here=True)
 
     def _sent_at(self, correlation_id: int) -> int | None:
         pending = self.pending.get(correlation_id)
@@ -377,9 +387,12 @@ class Pairer:
         """The oldest undecided response answers its pending request (as the clocks disagree)."""
         self.response(self.undecided.oldest(), held=True, deciding=False)
 
-    def _missing(self, frame: Frame) -> None:
+    def _missing(self, frame: Frame, still_open: bool = False, decided_here: bool = False) -> None:
         """The row of a response whose request was not captured, read at an api and version of
-        this connection's requests when exactly one reads it (``orphans``)."""
+        this connection's requests when exactly one reads it (``orphans``). ``still_open``: held
+        at the end of the input, which completes nothing (a stream's next read may hold its
+        request, framed late or stamped late by another clock); ``decided_here``: complete at
+        the packet being taken (an undecided answer, decided by a later one)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
         reading = self.orphan_reading.read(frame.payload)
         header = None
@@ -389,6 +402,10 @@ class Pairer:
         # Complete where the response is whole, whatever decided that no request comes (a close, the
         # end): a read that holds its request pairs it there, and the two must name one micro-batch.
         completed_at = frame.last_packet if frame.last_packet is not None else self.at
+        if still_open:
+            completed_at = None
+        elif decided_here and self.at is not None:
+            completed_at = self.at
         self._emit(
             REQUEST_MISSING,
             None,
@@ -467,8 +484,8 @@ class Pairer:
             self._decide_oldest()
         while self.acks0:
             self._no_response(self.acks0.popleft())
-        while self.held:
-            self._missing(self.held.oldest())
+        while self.held:  # at the end of the input, open: a later read may hold its request
+            self._missing(self.held.oldest(), still_open=at is None)
         for pending in list(self.pending.values()):
             error = pending.error or why + self._maybe_lost(pending)
             self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, error)
