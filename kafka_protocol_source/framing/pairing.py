@@ -387,12 +387,10 @@ class Pairer:
         """The oldest undecided response answers its pending request (as the clocks disagree)."""
         self.response(self.undecided.oldest(), held=True, deciding=False)
 
-    def _missing(self, frame: Frame, still_open: bool = False, decided_here: bool = False) -> None:
+    def _missing(self, frame: Frame, decided_here: bool = False) -> None:
         """The row of a response whose request was not captured, read at an api and version of
-        this connection's requests when exactly one reads it (``orphans``). ``still_open``: held
-        at the end of the input, which completes nothing (a stream's next read may hold its
-        request, framed late or stamped late by another clock); ``decided_here``: complete at
-        the packet being taken (an undecided answer, decided by a later one)."""
+        this connection's requests when exactly one reads it (``orphans``). ``decided_here``:
+        complete at the packet being taken (an undecided answer, decided by a later one)."""
         correlation_id = _CORRELATION.unpack_from(frame.payload)[0] if len(frame.payload) >= 4 else None
         reading = self.orphan_reading.read(frame.payload)
         header = None
@@ -402,9 +400,7 @@ class Pairer:
         # Complete where the response is whole, whatever decided that no request comes (a close, the
         # end): a read that holds its request pairs it there, and the two must name one micro-batch.
         completed_at = frame.last_packet if frame.last_packet is not None else self.at
-        if still_open:
-            completed_at = None
-        elif decided_here and self.at is not None:
+        if decided_here and self.at is not None:
             completed_at = self.at
         self._emit(
             REQUEST_MISSING,
@@ -484,8 +480,8 @@ class Pairer:
             self._decide_oldest()
         while self.acks0:
             self._no_response(self.acks0.popleft())
-        while self.held:  # at the end of the input, open: a later read may hold its request
-            self._missing(self.held.oldest(), still_open=at is None)
+        while self.held:
+            self._missing(self.held.oldest())
         for pending in list(self.pending.values()):
             error = pending.error or why + self._maybe_lost(pending)
             self._emit_pending(pending, UNANSWERED if pending.status == OK else pending.status, error)

@@ -2,12 +2,8 @@
 
 A micro-batch re-reads a tail of its capture session (what rebuilds the connections still
 open), so it meets rows that earlier micro-batches emitted. The rule says, per row, whether this
-micro-batch emits it: rows completed by packets it consumes first, rows still open whose
-request went stale during it, and responses still waiting for their request at the end of the
-read (``request_missing``, open) once the session has gone ``ORPHAN_WAIT_NS`` past them: their
-request may come in a later micro-batch (its side framed late, after a mid-stream start, or
-stamped late by another host's clock), and every read that holds them until then, in a re-read
-that goes back ``idleTimeout``, decides them alike. Owns that decision only: what the offsets and windows are comes
+micro-batch emits it: rows completed by packets it consumes first, and rows still open whose
+request went stale during it. Owns that decision only: what the offsets and windows are comes
 from ``stream.py``; reading, from ``partition_reader.py``.
 """
 
@@ -16,13 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..framing.context import FILE_MASK, FILE_SHIFT
-from ..framing.model import REQUEST_MISSING
 
 ANSWERED_LATE = (
     "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
 )
 SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
-ORPHAN_WAIT_NS = 60 * 10**9  # of capture time a response waits for its request across micro-batches
 
 
 @dataclass(frozen=True)
@@ -43,7 +37,6 @@ class EmitRule:
     stale_to_ns: int | None
     after_flush: bool = False  # the micro-batch before gave up every open row (the folder was quiet)
     previous_end_ns: int | None = None  # capture time of the session's last packet read before
-    end_ns: int | None = None  # capture time of its last packet read now (1 << 62: the folder is quiet)
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
@@ -69,8 +62,6 @@ class EmitRule:
             since = self.previous_end_ns
             # (completed in new packets, so answered since: at the same microsecond as the last packet read, too)
             return LATE if answered_ns is not None and since is not None and answered_ns >= since else SKIP
-        if ex.status == REQUEST_MISSING:
-            return self._orphan_verdict(ex, paths)
         if self.stale_to_ns is None:
             return SKIP
         first_ns = _ns(ex.request_time or ex.response_time)
@@ -78,19 +69,6 @@ class EmitRule:
             return EMIT
         stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
         return EMIT if stale else SKIP
-
-    def _orphan_verdict(self, ex, paths) -> int:
-        """A response still waiting for its request at the end of the read: emitted in the
-        micro-batch whose end first goes ``ORPHAN_WAIT_NS`` past it (given up at a flush, if before)."""
-        if self.after_flush and (ex.response_packet or 0) < self.new_from.get(ex.capture_file, 0):
-            return SKIP  # it waited at the flush, and was given up then
-        response_ns = _ns(ex.response_time)
-        if response_ns is None:
-            return EMIT if self.previous_end_ns is None else SKIP
-        decided_ns = response_ns + ORPHAN_WAIT_NS
-        if self.previous_end_ns is not None and decided_ns < self.previous_end_ns:
-            return SKIP  # given up by an earlier micro-batch
-        return EMIT if self.end_ns is None or decided_ns < self.end_ns else SKIP
 
 
 def _ns(when) -> int | None:

@@ -43,7 +43,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
-from .emit_rule import ORPHAN_WAIT_NS, EmitRule
+from .emit_rule import EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
@@ -300,7 +300,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 # Staleness runs on the writer read least far: one read further (the frontier
                 # lifted for it) must not make the others' open requests look given up.
                 was_ns, now_ns = _least_end(by_writer, before), _least_end(by_writer, after)
-                files, earlier_files = reread(chain, new, after, was_ns, self._reread_ns)
+                files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns)
                 parts += [
                     CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
                     for path, late in late_packets(chain, new, before)
@@ -319,7 +319,6 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 *self._stale_window(was_ns, now_ns, end["end_ns"] == QUIET, after_flush),
                 after_flush=after_flush,
                 previous_end_ns=None if after_flush else was_ns,
-                end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
@@ -336,17 +335,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """The first file to re-read: enough to hold every request that can still be open (one
         not stale at the session's end before: ``was_ns``)."""
         start = first_new
-        from_ns = min(chain[first_new].first_ns or 0, was_ns if was_ns is not None else 1 << 62) - self._reread_ns
+        from_ns = min(chain[first_new].first_ns or 0, was_ns if was_ns is not None else 1 << 62) - self.idle_ns
         while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
             start -= 1
         return max(0, min(start, first_new - 1)) if first_new > 0 else 0
-
-    @property
-    def _reread_ns(self) -> int:
-        """How far before the session's end before a re-read goes: every request that can still be
-        open, and the request of every response still waiting for one (``ORPHAN_WAIT_NS``: one
-        that waited past a micro-batch's end must be read again with its request, if captured)."""
-        return self.idle_ns + ORPHAN_WAIT_NS
 
     def _stale_window(
         self, was_ns: int | None, now_ns: int | None, quiet: bool, after_flush: bool
