@@ -43,6 +43,7 @@ MAX_HELD = 1 << 16  # responses held per connection, whatever their size
 MAX_HELD_BYTES = 256 << 20  # of them per connection (256 Fetch answers of 1 MiB, as before)
 ONE_SIDED_HELD = 256  # held by a connection whose client side sent nothing for a minute
 ONE_SIDED_NS = 60 * 10**9  # of capture time spanned by its held answers
+MAX_UNDECIDED = 256  # undecided per connection; past it the oldest answers its request
 
 
 class HeldAnswers(OrderedDict[int, Frame]):

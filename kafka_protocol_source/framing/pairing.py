@@ -41,7 +41,7 @@ from .exchange_build import (
     stream_span,
     unknown_api_error,
 )
-from .held_answers import HeldAnswers, Undecided, answered_before, captured_before
+from .held_answers import MAX_UNDECIDED, HeldAnswers, Undecided, answered_before, captured_before
 from .model import (
     GAP,
     MALFORMED,
@@ -335,7 +335,7 @@ class Pairer:
         if correlation_id in self.undecided or not self._sent_after_others(pending, frame):
             return False
         self.undecided[correlation_id] = frame
-        if len(self.undecided) > ACKS0_LIMIT:
+        if len(self.undecided) > MAX_UNDECIDED:
             self._decide_oldest()
         return True
 
