@@ -3,20 +3,31 @@
 A micro-batch re-reads a tail of its capture session (what rebuilds the connections still
 open), so it meets rows that earlier micro-batches emitted. The rule says, per row, whether this
 micro-batch emits it: rows completed by packets it consumes first, and rows still open whose
-request went stale during it. Owns that decision only: what the offsets and windows are comes
-from ``stream.py``; reading, from ``partition_reader.py``.
+request went stale during it. In a session taken at once in several places (one writer per
+direction, say, on hosts whose clocks disagree), a response whose request was not read with it
+may have its request in a later micro-batch: there a ``request_missing`` row is decided by time
+alone, ``ORPHAN_WAIT_NS`` after the response, so that every read decides it alike, wherever it
+starts and whatever let the response go. Which rows are decided so is told per file, from the
+packet where it was first read beside another writer's (``by_time_from``): a row is decided
+one way in every micro-batch, even where the files of a session overlap in time only later.
+Owns that decision only: what the offsets and windows
+are comes from ``stream.py``; reading, from ``partition_reader.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ..framing.context import FILE_MASK, FILE_SHIFT
+from ..framing.model import REQUEST_MISSING
 
 ANSWERED_LATE = (
     "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
 )
 SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
+# Of capture time, how long a response waits for its request in a session with several writers
+# (clocks seconds apart): its row is decided in the micro-batch whose end first passes it by this.
+ORPHAN_WAIT_NS = 60 * 10**9
 
 
 @dataclass(frozen=True)
@@ -37,10 +48,32 @@ class EmitRule:
     stale_to_ns: int | None
     after_flush: bool = False  # the micro-batch before gave up every open row (the folder was quiet)
     previous_end_ns: int | None = None  # capture time of the session's last packet read before
+    # Responses without their request in packets of a file from ``by_time_from`` on (per file:
+    # from where it was first read beside another writer's) are decided by time
+    # (``ORPHAN_WAIT_NS``) between the session's ends before and now (1 << 62: the folder is
+    # quiet), except those read before a flush (per file, the packets read then): given up at it.
+    by_time_from: dict = field(default_factory=dict)
+    ended_ns: int | None = None
+    end_ns: int | None = None
+    flushed_from: dict = field(default_factory=dict)
+
+    def moved(self, to: dict) -> EmitRule:
+        """This rule for the files of its paths that went elsewhere (``to``: old path -> new)."""
+        return replace(
+            self,
+            new_from={to.get(p, p): n for p, n in self.new_from.items()},
+            by_time_from={to.get(p, p): n for p, n in self.by_time_from.items()},
+            flushed_from={to.get(p, p): n for p, n in self.flushed_from.items()},
+        )
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
         before, answered since."""
+        if ex.status == REQUEST_MISSING and self.by_time_from:
+            from_packet = self.by_time_from.get(ex.capture_file)
+            response_ns = _ns(ex.response_time)
+            if from_packet is not None and response_ns is not None and (ex.response_packet or 0) >= from_packet:
+                return self._orphan_verdict(ex, response_ns)
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
             if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
@@ -69,6 +102,18 @@ class EmitRule:
             return EMIT
         stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
         return EMIT if stale else SKIP
+
+    def _orphan_verdict(self, ex, response_ns: int) -> int:
+        """A response no read so far found the request of: emitted by the micro-batch whose end
+        first goes ``ORPHAN_WAIT_NS`` past it (re-reads reach back that far, so each holds it),
+        or at a flush before that. Where this read let it go does not count: another read, starting
+        elsewhere, lets it go elsewhere."""
+        if (ex.response_packet or 0) < self.flushed_from.get(ex.capture_file, 0):
+            return SKIP  # it was read before a flush, and given up then
+        decided_ns = response_ns + ORPHAN_WAIT_NS
+        if self.ended_ns is not None and decided_ns < self.ended_ns:
+            return SKIP  # decided by an earlier micro-batch
+        return EMIT if self.end_ns is None or decided_ns < self.end_ns else SKIP
 
 
 def _ns(when) -> int | None:

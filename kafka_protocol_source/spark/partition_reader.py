@@ -283,7 +283,7 @@ def _followed(partition: CapturePartition) -> CapturePartition:
     limits = {moved.get(p, p): n for p, n in (partition.limits or {}).items()}
     emit = partition.emit
     if emit is not None:
-        emit = replace(emit, new_from={moved.get(p, p): n for p, n in emit.new_from.items()})
+        emit = emit.moved(moved)
     read_of = {moved.get(p, p): v for p, v in partition.read_of.items()}
     runs = {moved.get(p, p): r for p, r in partition.runs.items()}
     return CapturePartition(new, partition.index, partition.count, limits, emit, None, runs, partition.earlier, read_of)

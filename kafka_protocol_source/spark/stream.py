@@ -43,7 +43,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
-from .emit_rule import EmitRule
+from .emit_rule import ORPHAN_WAIT_NS, EmitRule
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
@@ -67,6 +67,7 @@ _LATE = (
 )
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
+BY_TIME_FROM = "by_time_from"  # of a file's offset: from which packet on it was read beside another writer's
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -97,6 +98,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # ``cp -p`` carries an old modification time, and is new all the same).
         self._written: dict[str, tuple[int, int, int]] = {}
         self._changed_ns = time.time_ns()
+        # The files of the folder's sessions taken at once in several places, as last planned.
+        self._beside_others: set[str] = set()
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -118,7 +121,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
-        grown, copies = [], {}
+        grown, copies, read_before = [], {}, {}
         finished = moved_on(list(available.values()), self._tolerance()) | self._left_cut(available)
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
@@ -136,6 +139,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             else:
                 before = 0
             tail_left = path in finished and limit_packets == s.packets and not (seen or {}).get("tail")
+            read_before[path] = before
             if limit_packets > before or limit_packets < before or tail_left:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
@@ -147,32 +151,48 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         files = {p: dict(v) for p, v in consumed.items() if p in available or os.path.exists(p)}
         files.update(copies)
         for _, path, s, packets in grown:
-            # last_ns: the capture time of the last packet consumed (its session's end so far); not
-            # known where availableNow stops short of the file's end
-            whole = packets == s.packets
-            entry = {
-                "first_ns": s.first_ns or 0,
-                "packets": packets,
-                "last_ns": (s.last_ns or 0) if whole else last_of.get(path),
-                "first_crc": s.first_crc,
-                "crc": s.prefix_crc if whole else prefix_crc(path, packets),
-            }
-            # The record its end cut short is read too: it stays cut. In a file that shrank after it
-            # was read, it was read whole before: not again.
             was = consumed.get(path)
-            shrank = was is not None and was["first_ns"] == entry["first_ns"] and packets < was["packets"]
-            if whole and (path in finished or (shrank and not s.complete)):
-                entry["tail"] = True
+            entry = self._entry(s, packets, last_of.get(path), was, path in finished)
+            prior = copies.get(path) or (was if was is not None and was["first_ns"] == entry["first_ns"] else {})
+            for key in ("flushed", BY_TIME_FROM):  # (what a file was read as goes with it, renamed too)
+                if key in prior:
+                    entry[key] = min(prior[key], packets)
+            if path in self._beside_others and BY_TIME_FROM not in entry:
+                entry[BY_TIME_FROM] = read_before[path]
             files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
+        for path in self._beside_others & files.keys():  # from here on, its rows are read beside another writer's
+            files[path].setdefault(BY_TIME_FROM, files[path]["packets"])
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
+            # (remembered per file, for the responses a later micro-batch would decide by time)
+            files = {p: {**v, "flushed": v["packets"]} for p, v in files.items()}
         offset = {"files": dict(sorted(files.items())), "end_ns": end_ns}
         gone_now = {p: v for p, v in {**gone, **consumed}.items() if p not in files and v.get("crc") is not None}
         still_gone = newest(gone_now)
         if still_gone:
             offset["gone"] = still_gone
         return offset
+
+    @staticmethod
+    def _entry(s: CaptureSummary, packets: int, last_ns: int | None, was: dict | None, finished: bool) -> dict:
+        """The offset's entry of a file consumed up to ``packets`` (``was``: its entry before)."""
+        # last_ns: the capture time of the last packet consumed (its session's end so far); not
+        # known where availableNow stops short of the file's end
+        whole = packets == s.packets
+        entry = {
+            "first_ns": s.first_ns or 0,
+            "packets": packets,
+            "last_ns": (s.last_ns or 0) if whole else last_ns,
+            "first_crc": s.first_crc,
+            "crc": s.prefix_crc if whole else prefix_crc(s.path, packets),
+        }
+        # The record its end cut short is read too: it stays cut. In a file that shrank after it
+        # was read, it was read whole before: not again.
+        shrank = was is not None and was["first_ns"] == entry["first_ns"] and packets < was["packets"]
+        if whole and (finished or (shrank and not s.complete)):
+            entry["tail"] = True
+        return entry
 
     def _at_frontier(
         self, admitted: list, grown: list, available: dict[str, CaptureSummary], consumed: dict
@@ -184,6 +204,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # frontier, but files a micro-batch leaves unread (maxFilesPerTrigger) still do.
         settled = self._target is not None or self._quiet()
         groups = taken_at_once(list(available.values()), self._tolerance())
+        self._beside_others = {s.path for chains in groups for chain in chains for s in chain}
         if not groups:
             return admitted, {}
         admitted = together(admitted, grown, groups)
@@ -295,12 +316,15 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if not new and not flush:
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
+            by_time_from = {s.path: after[s.path][BY_TIME_FROM] for s in chain if BY_TIME_FROM in after.get(s.path, {})}
+            # (a re-read then goes back far enough that every response still waiting is read again)
+            waits_ns = ORPHAN_WAIT_NS if by_time_from else 0
             by_writer = writers(chain, tolerance)
             if len(by_writer) > 1:  # taken at once in several places
                 # Staleness runs on the writer read least far: one read further (the frontier
                 # lifted for it) must not make the others' open requests look given up.
                 was_ns, now_ns = _least_end(by_writer, before), _least_end(by_writer, after)
-                files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns)
+                files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns + waits_ns)
                 parts += [
                     CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
                     for path, late in late_packets(chain, new, before)
@@ -308,7 +332,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1
                 last_new = chain.index(new[-1]) if new else len(chain) - 1
-                tail_from = self._tail_start(chain, first_new, was_ns)
+                tail_from = self._tail_start(chain, first_new, was_ns, self.idle_ns + waits_ns)
                 files, earlier_files = chain[tail_from : last_new + 1], chain[:tail_from]
             paths = tuple(s.path for s in files)
             limits = {s.path: consumed_packets(after, s) for s in files}
@@ -319,6 +343,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 *self._stale_window(was_ns, now_ns, end["end_ns"] == QUIET, after_flush),
                 after_flush=after_flush,
                 previous_end_ns=None if after_flush else was_ns,
+                by_time_from=by_time_from,
+                ended_ns=was_ns,
+                end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
+                flushed_from={s.path: before[s.path].get("flushed", 0) for s in files if s.path in before},
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
@@ -331,11 +359,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             ]
         return parts
 
-    def _tail_start(self, chain: list[CaptureSummary], first_new: int, was_ns: int | None) -> int:
+    def _tail_start(self, chain: list[CaptureSummary], first_new: int, was_ns: int | None, back_ns: int) -> int:
         """The first file to re-read: enough to hold every request that can still be open (one
-        not stale at the session's end before: ``was_ns``)."""
+        not stale at the session's end before: ``was_ns``), ``back_ns`` before it."""
         start = first_new
-        from_ns = min(chain[first_new].first_ns or 0, was_ns if was_ns is not None else 1 << 62) - self.idle_ns
+        from_ns = min(chain[first_new].first_ns or 0, was_ns if was_ns is not None else 1 << 62) - back_ns
         while start > 0 and (chain[start - 1].last_ns or 0) >= from_ns:
             start -= 1
         return max(0, min(start, first_new - 1)) if first_new > 0 else 0
