@@ -115,6 +115,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = {path: s.packets for path, s in self._available().items()}
+        # A run reads what is there, so the folder is quiet by its files' modification times (this
+        # reader saw none change yet): a run over a capture that ended then gives up what is open
+        # at its end, as a batch read does; one over files still being written does not.
+        if self._written:
+            self._changed_ns = max(modified for _, modified, _ in self._written.values())
 
     def latestOffset(self, start: dict, limit=None) -> dict:
         available = self._available()

@@ -4,6 +4,8 @@ files gives it."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
 
 import pytest
@@ -145,3 +147,30 @@ def test_answers_stamped_early_after_a_lost_one_come_out_once(tmp_path):
     batch = list(read_capture([str(f) for f in files]))
     assert Counter(map(_key, rows)) == Counter(map(_key, batch))
     assert Counter(e.status for e in batch)["ok"] == 99
+
+
+@pytest.mark.parametrize("age_s", [0, 7200])
+def test_available_now_over_a_finished_capture_of_two_writers(tmp_path, age_s):
+    """Scheduled availableNow runs, each a new reader, over one writer per direction whose files
+    were last written ``age_s`` ago, the last request unanswered. Files left alone for
+    quietTimeout are a capture that ended: the first run gives what a batch read gives, the last
+    minute's responses without their request and the open request too (found by review of
+    e57a47e, /work/h-rev11/rev/s4_avail_now.py: no run ever saw the folder quiet, so they never
+    came). Files written just now may still grow: they stay open for a later run."""
+    folder = tmp_path / "live"
+    folder.mkdir()
+    segments = sorted(_talk(300, 20, lost=300) + _broker_only(60, 100), key=lambda s: s[0])
+    _per_direction(folder, segments, 2 * 10**9, 1)[0]()
+    for f in folder.iterdir():
+        os.utime(f, (time.time() - age_s, time.time() - age_s))
+    offset, rows = {"files": {}, "end_ns": 0}, []
+    for _ in range(2):
+        reader, options = stream_reader(folder, "tansu_confluent_kafka_all_codecs", ports="9092")
+        reader.prepareForTriggerAvailableNow()
+        offset = drive(reader, options, offset, rows)
+    batch = list(read_capture([str(folder / "in-00.pcap"), str(folder / "out-00.pcap")]))
+    assert Counter(e.status for e in batch) == {"ok": 299, "unanswered": 1, "request_missing": 60}
+    if age_s:
+        assert Counter(map(_key, rows)) == Counter(map(_key, batch))
+    else:  # the responses without their request wait (all within the capture's last minute), and the open request
+        assert Counter(e.status for e in rows) == {"ok": 299}
