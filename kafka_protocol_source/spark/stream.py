@@ -126,7 +126,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._target is not None:
             available = {p: s for p, s in available.items() if p in self._target}
         consumed, gone = start["files"], start.get("gone", {})
-        grown, copies, read_before = [], {}, {}
+        grown, copies, read_before, waiting = [], {}, {}, set()
         finished = moved_on(list(available.values()), self._tolerance()) | self._left_cut(available)
         for path, s in available.items():
             limit_packets = s.packets if self._target is None else min(s.packets, self._target[path])
@@ -136,10 +136,12 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             elif (original := original_of(path, s, consumed, gone)) is not None:
                 # A file read before under another name: renamed, or compressed (tcpdump -z gzip)
                 if original[0] != path and self._still_there(original[0], original[1], available):
+                    waiting.add(path)
                     continue  # the original is still there and read on: the copy waits
                 copies[path] = {**original[1], "copy_of": original[0]}
                 before = original[1]["packets"]
             elif copy_of_present(path, s, available) is not None:
+                waiting.add(path)
                 continue  # another file holds these packets and more: it is read, this one waits
             else:
                 before = 0
@@ -148,7 +150,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if limit_packets > before or limit_packets < before or tail_left:  # grown, or cut short (truncated)
                 grown.append((s.first_ns or 0, path, s, limit_packets))
         grown.sort()
-        grown, last_of = self._at_frontier(self._admit(grown, limit), grown, available, consumed)
+        # (a copy that waits for its original writes nothing the frontier should wait for)
+        writing = {p: s for p, s in available.items() if p not in waiting}
+        grown, last_of = self._at_frontier(self._admit(grown, limit), grown, writing, consumed)
         # A file read before and hidden now (younger than minFileAge again as it grows, past
         # maxFileAge) keeps what was consumed of it, or it would be read again from its start;
         # a file that is gone (a ring buffer's, or one renamed) is kept among the last ``GONE_KEPT``

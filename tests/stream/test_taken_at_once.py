@@ -208,3 +208,24 @@ def test_a_writer_whose_first_file_lands_late_is_a_row_that_says_so(tmp_path):
     offset = drive(reader, options, offset, rows)
     [late] = [r for r in rows if r.status == "capture_error"]
     assert late.capture_file.endswith("any-00.pcap") and "came after the files taken beside it" in late.error
+
+
+@pytest.mark.parametrize("grows", [False, True])
+def test_a_capture_beside_a_copy_of_itself_is_read_once(tmp_path, grows):
+    """``cp x.pcap y.pcap`` in the folder (or a copy of the first half, the original growing on):
+    the copy waits for its original, which is read. The copy was also taken for a second writer,
+    which the frontier waited for: nothing was ever read (found by review, /work/h-rev11/rev/s13_identical_copy.py)."""
+    name = SAMPLES[0]
+    s = sample(name)
+    segments = segments_of(s.path)
+    reader, options, offset, rows = watching(tmp_path / "copies", name)
+    folder = tmp_path / "copies"
+    first = Cut(segments[: len(segments) // 2] if grows else segments)
+    first.write(folder / "x.pcap")
+    first.write(folder / "y.pcap")
+    offset = drive(reader, options, offset, rows)
+    if grows:
+        Cut(segments).write(folder / "x.pcap")
+        offset = drive(reader, options, offset, rows)
+    finish(reader, options, offset, rows)
+    assert Counter(exchange_key(r) for r in rows) == _whole(name)
