@@ -87,6 +87,7 @@ def build_exchange(
     response_file, response_packet = ctx.locate(response_packet)
     if frame is None:
         capture_file = response_file  # the file where the exchange started
+    elsewhere = response_file if response_frame is not None and response_file != capture_file else None
     return new_exchange(
         capture_file=capture_file,
         connection_id=connection_id,
@@ -115,6 +116,7 @@ def build_exchange(
         stream_offset=getattr(frame, "offset", None) if frame is not None else getattr(response_frame, "offset", None),
         request_span=request_span or stream_span(frame),
         response_span=response_span or stream_span(response_frame),
+        response_file=elsewhere,
     )
 
 
@@ -146,7 +148,7 @@ def answered(
     api_key = decoded["api_key"]
     start_ns, end_ns = frame.first_ns, response_frame.last_ns
     capture_file, request_packet = ctx.locate(frame.first_packet)
-    response_packet = ctx.locate(response_frame.first_packet)[1]
+    response_file, response_packet = ctx.locate(response_frame.first_packet)
     request_size, response_size = len(frame.payload) + 4, len(response_frame.payload) + 4
     time = ctx.time
     return new_exchange(
@@ -177,6 +179,7 @@ def answered(
         (frame.offset, request_size),
         (response_frame.offset, response_size),
         completed_at,
+        response_file if response_file != capture_file else None,
     )
 
 

@@ -104,6 +104,9 @@ class Exchange:
     # long it held bytes before framing them: the streaming reader emits each row once, in the
     # micro-batch holding this packet.
     completed_at: int | None = None
+    # The file holding the response's first byte, where that is another file than capture_file's
+    # (one capture per direction); None where it is the same, or there is no response.
+    response_file: str | None = None
 
 
 # Built once per frame and once per row: without the frozen __init__'s setattr per field (see

@@ -74,10 +74,13 @@ class EmitRule:
             response_ns = _ns(ex.response_time)
             if from_packet is not None and response_ns is not None and (ex.response_packet or 0) >= from_packet:
                 return self._orphan_verdict(ex, response_ns)
+        late = False
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
             if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
-                return SKIP
+                if not self._late_response(ex):
+                    return SKIP
+                late = True  # its request and the rest were read before, its response only now
         if (
             self.after_flush
             and ex.request_packet is not None
@@ -90,6 +93,8 @@ class EmitRule:
             first_ns = _ns(ex.request_time or ex.response_time)
             if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
                 return EMIT
+            if late:
+                return LATE  # given up at the session's end before, as it stood then: answered since
             # given up at the session's end before, as it stood then
             answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
             since = self.previous_end_ns
@@ -102,6 +107,13 @@ class EmitRule:
             return EMIT
         stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
         return EMIT if stale else SKIP
+
+    def _late_response(self, ex) -> bool:
+        """Whether the response of ``ex``, completed in packets read before, came in another file
+        only now: packets its writer gave after the frontier had passed them (a writer that began
+        late, or held its packets past both timeouts). Its row cannot have been emitted before."""
+        file = ex.response_file
+        return file in self.new_from and ex.response_packet is not None and ex.response_packet >= self.new_from[file]
 
     def _orphan_verdict(self, ex, response_ns: int) -> int:
         """A response no read so far found the request of: emitted by the micro-batch whose end
