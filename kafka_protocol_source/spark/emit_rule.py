@@ -74,13 +74,15 @@ class EmitRule:
             response_ns = _ns(ex.response_time)
             if from_packet is not None and response_ns is not None and (ex.response_packet or 0) >= from_packet:
                 return self._orphan_verdict(ex, response_ns)
-        late = False
+        late = None
         if ex.completed_at is not None:
             path = paths[ex.completed_at >> FILE_SHIFT]
             if (ex.completed_at & FILE_MASK) < self.new_from.get(path, 0):
-                if not self._late_response(ex):
+                late = self._came_late(ex)
+                if late is None:
                     return SKIP
-                late = True  # its request and the rest were read before, its response only now
+                if late == "request":
+                    return EMIT  # its response came out before as request_missing, if it was let go
         if (
             self.after_flush
             and ex.request_packet is not None
@@ -93,7 +95,7 @@ class EmitRule:
             first_ns = _ns(ex.request_time or ex.response_time)
             if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
                 return EMIT
-            if late:
+            if late == "response":
                 return LATE  # given up at the session's end before, as it stood then: answered since
             # given up at the session's end before, as it stood then
             answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
@@ -108,12 +110,20 @@ class EmitRule:
         stale = (self.stale_from_ns is None or first_ns >= self.stale_from_ns) and first_ns < self.stale_to_ns
         return EMIT if stale else SKIP
 
-    def _late_response(self, ex) -> bool:
-        """Whether the response of ``ex``, completed in packets read before, came in another file
-        only now: packets its writer gave after the frontier had passed them (a writer that began
-        late, or held its packets past both timeouts). Its row cannot have been emitted before."""
-        file = ex.response_file
-        return file in self.new_from and ex.response_packet is not None and ex.response_packet >= self.new_from[file]
+    def _came_late(self, ex) -> str | None:
+        """Which side of ``ex``, completed in packets read before, came only now, in another file
+        than the other side ("request", "response"; None: neither). Packets a writer gave after the
+        frontier had passed them (it began late, or held them past both timeouts) can be read
+        first in a later micro-batch. A row one of whose frames starts in packets new now cannot
+        have been emitted whole before."""
+        if ex.response_file is None:
+            return None  # (both sides in one file, or no response)
+        new_from = self.new_from
+        if ex.response_packet is not None and ex.response_packet >= new_from.get(ex.response_file, 1 << 62):
+            return "response"
+        if ex.request_packet is not None and ex.request_packet >= new_from.get(ex.capture_file, 1 << 62):
+            return "request"
+        return None
 
     def _orphan_verdict(self, ex, response_ns: int) -> int:
         """A response no read so far found the request of: emitted by the micro-batch whose end
