@@ -53,7 +53,8 @@ def jsonable(value, trim: int | None = None):
 
 
 # Which stream bytes a row holds (the accounting check verifies these) and where it completed (streaming).
-_CHECKED_ELSEWHERE = frozenset({"request_span", "response_span", "completed_at"})
+# (response_file: a sample is one file, so it is always None; tests/stream/test_clocks_apart.py)
+_CHECKED_ELSEWHERE = frozenset({"request_span", "response_span", "completed_at", "response_file"})
 
 
 def render(e: Exchange, trim: int | None = None) -> dict:

@@ -98,9 +98,14 @@ def test_one_writer_per_direction_with_the_brokers_clock_seconds_behind(tmp_path
     folder.mkdir()
     segments = sorted(_talk(300, 20) + _broker_only(60, 100), key=lambda s: s[0])
     rows = _streamed(folder, _per_direction(folder, segments, 2 * 10**9, 6), restart=restart)
-    batch = read_capture([str(folder / "in-00.pcap"), str(folder / "out-00.pcap")])
+    batch = list(read_capture([str(folder / "in-00.pcap"), str(folder / "out-00.pcap")]))
     assert Counter(map(_key, rows)) == Counter(map(_key, batch))
     assert Counter(e.status for e in rows) == {"ok": 300, "request_missing": 60}
+    # where a response is in another file than its exchange's start (capture_file), it says so
+    assert {(e.status, e.response_file) for e in batch} == {
+        ("ok", str(folder / "out-00.pcap")),
+        ("request_missing", None),
+    }
 
 
 @pytest.mark.parametrize("behind_ns", [0, 2 * 10**9])
