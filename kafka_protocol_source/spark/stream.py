@@ -42,8 +42,9 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..capture.summary import CaptureSummary, prefix_crc, sessions, summarize
+from ..capture.summary import CaptureSummary, sessions, summarize
 from .emit_rule import ORPHAN_WAIT_NS, EmitRule
+from .offset_entry import BY_TIME_FROM, FLUSHED, carry, file_entry, flushed, marks
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .paths import expand
@@ -67,7 +68,6 @@ _LATE = (
 )
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 OTHER = "other"  # a file that is not a pcap/pcapng capture
-BY_TIME_FROM = "by_time_from"  # of a file's offset: from which packet on it was read beside another writer's
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -161,47 +161,22 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         files.update(copies)
         for _, path, s, packets in grown:
             was = consumed.get(path)
-            entry = self._entry(s, packets, last_of.get(path), was, path in finished)
+            entry = file_entry(s, packets, last_of.get(path), was, path in finished)
             prior = copies.get(path) or (was if was is not None and was["first_ns"] == entry["first_ns"] else {})
-            for key in ("flushed", BY_TIME_FROM):  # (what a file was read as goes with it, renamed too)
-                if key in prior:
-                    entry[key] = min(prior[key], packets)
-            if path in self._beside_others and BY_TIME_FROM not in entry:
-                entry[BY_TIME_FROM] = read_before[path]
+            carry(entry, prior, read_before[path], path in self._beside_others)
             files[path] = {**entry, "copy_of": copies[path]["copy_of"]} if path in copies else entry
         for path in self._beside_others & files.keys():  # from here on, its rows are read beside another writer's
             files[path].setdefault(BY_TIME_FROM, files[path]["packets"])
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
-            # (remembered per file, for the responses a later micro-batch would decide by time)
-            files = {p: {**v, "flushed": v["packets"]} for p, v in files.items()}
+            files = flushed(files)  # (remembered, for the responses a later micro-batch would decide by time)
         offset = {"files": dict(sorted(files.items())), "end_ns": end_ns}
         gone_now = {p: v for p, v in {**gone, **consumed}.items() if p not in files and v.get("crc") is not None}
         still_gone = newest(gone_now)
         if still_gone:
             offset["gone"] = still_gone
         return offset
-
-    @staticmethod
-    def _entry(s: CaptureSummary, packets: int, last_ns: int | None, was: dict | None, finished: bool) -> dict:
-        """The offset's entry of a file consumed up to ``packets`` (``was``: its entry before)."""
-        # last_ns: the capture time of the last packet consumed (its session's end so far); not
-        # known where availableNow stops short of the file's end
-        whole = packets == s.packets
-        entry = {
-            "first_ns": s.first_ns or 0,
-            "packets": packets,
-            "last_ns": (s.last_ns or 0) if whole else last_ns,
-            "first_crc": s.first_crc,
-            "crc": s.prefix_crc if whole else prefix_crc(s.path, packets),
-        }
-        # The record its end cut short is read too: it stays cut. In a file that shrank after it
-        # was read, it was read whole before: not again.
-        shrank = was is not None and was["first_ns"] == entry["first_ns"] and packets < was["packets"]
-        if whole and (finished or (shrank and not s.complete)):
-            entry["tail"] = True
-        return entry
 
     def _at_frontier(
         self, admitted: list, grown: list, available: dict[str, CaptureSummary], consumed: dict
@@ -325,7 +300,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if not new and not flush:
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
-            by_time_from = {s.path: after[s.path][BY_TIME_FROM] for s in chain if BY_TIME_FROM in after.get(s.path, {})}
+            by_time_from = marks(after, (s.path for s in chain), BY_TIME_FROM)
             # (a re-read then goes back far enough that every response still waiting is read again)
             waits_ns = ORPHAN_WAIT_NS if by_time_from else 0
             by_writer = writers(chain, tolerance)
@@ -355,7 +330,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 by_time_from=by_time_from,
                 ended_ns=was_ns,
                 end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
-                flushed_from={s.path: before[s.path].get("flushed", 0) for s in files if s.path in before},
+                flushed_from=marks(before, (s.path for s in files), FLUSHED),
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
