@@ -10,8 +10,8 @@ alone, ``ORPHAN_WAIT_NS`` after the response, so that every read decides it alik
 starts and whatever let the response go. Which rows are decided so is told per file, from the
 packet where it was first read beside another writer's (``by_time_from``): a row is decided
 one way in every micro-batch, even where the files of a session overlap in time only later.
-Owns that decision only: what the offsets and windows
-are comes from ``stream.py``; reading, from ``partition_reader.py``.
+Owns that decision only: what the offsets and windows are comes from ``stream.py``; reading,
+from ``partition_reader.py``.
 """
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ class EmitRule:
             first_ns = _ns(ex.request_time or ex.response_time)
             if self.stale_from_ns is None or first_ns is None or first_ns >= self.stale_from_ns:
                 return EMIT
-            if late == "response":
-                return LATE  # given up at the session's end before, as it stood then: answered since
             # given up at the session's end before, as it stood then
+            if late == "response":
+                return LATE  # (its response read only now: answered since)
             answered_ns = _ns(ex.response_time) if ex.request_time is not None else None
             since = self.previous_end_ns
             # (completed in new packets, so answered since: at the same microsecond as the last packet read, too)
