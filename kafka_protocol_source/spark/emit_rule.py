@@ -24,7 +24,10 @@ from ..framing.model import REQUEST_MISSING
 ANSWERED_LATE = (
     "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
 )
-SKIP, EMIT, LATE = 0, 1, 2  # EmitRule's verdicts
+REQUEST_CAME_LATE = (
+    "its request was read only after its response had come out, in an earlier micro-batch, as request_missing"
+)
+SKIP, EMIT, LATE, AFTER_ORPHAN = 0, 1, 2, 3  # EmitRule's verdicts
 # Of capture time, how long a response waits for its request in a session with several writers
 # (clocks seconds apart): its row is decided in the micro-batch whose end first passes it by this.
 ORPHAN_WAIT_NS = 60 * 10**9
@@ -68,7 +71,14 @@ class EmitRule:
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
-        before, answered since."""
+        before, answered since; ``AFTER_ORPHAN``: an exchange whose response came out before as
+        ``request_missing``, its request read only now (in another file, come late)."""
+        said = self._verdict(ex, paths)
+        if said == EMIT and self._came_late(ex) == "request" and self._response_went_out(ex):
+            return AFTER_ORPHAN
+        return said
+
+    def _verdict(self, ex, paths) -> int:
         if ex.status == REQUEST_MISSING and self.by_time_from:
             from_packet = self.by_time_from.get(ex.capture_file)
             response_ns = _ns(ex.response_time)
@@ -82,7 +92,7 @@ class EmitRule:
                 if late is None:
                     return SKIP
                 if late == "request":
-                    return EMIT  # its response came out before as request_missing, if it was let go
+                    return EMIT  # (with AFTER_ORPHAN where its response came out alone before)
         if (
             self.after_flush
             and ex.request_packet is not None
@@ -124,6 +134,19 @@ class EmitRule:
         if ex.request_packet is not None and ex.request_packet >= new_from.get(ex.capture_file, 1 << 62):
             return "request"
         return None
+
+    def _response_went_out(self, ex) -> bool:
+        """Whether the response of ``ex`` (read before, without its request) came out as
+        ``request_missing`` in an earlier micro-batch: at once where its file was read alone, and
+        where it was read beside another writer's, once a micro-batch's end passed it by
+        ``ORPHAN_WAIT_NS`` or a flush gave it up."""
+        from_packet = self.by_time_from.get(ex.response_file)
+        response_ns = _ns(ex.response_time)
+        if from_packet is None or response_ns is None or (ex.response_packet or 0) < from_packet:
+            return True
+        if (ex.response_packet or 0) < self.flushed_from.get(ex.response_file, 0):
+            return True
+        return self.ended_ns is not None and response_ns + ORPHAN_WAIT_NS < self.ended_ns
 
     def _orphan_verdict(self, ex, response_ns: int) -> int:
         """A response no read so far found the request of: emitted by the micro-batch whose end

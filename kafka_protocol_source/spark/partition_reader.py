@@ -28,7 +28,7 @@ from ..views.records import record_row_size, record_rows
 from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdNaming, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
-from .emit_rule import ANSWERED_LATE, LATE, SKIP, EmitRule
+from .emit_rule import AFTER_ORPHAN, ANSWERED_LATE, LATE, REQUEST_CAME_LATE, SKIP, EmitRule
 from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
@@ -325,7 +325,11 @@ def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
             if names is not None:
                 names.learn(ex)
             continue
-        yield replace(ex, note="; ".join(filter(None, (ex.note, ANSWERED_LATE)))) if verdict == LATE else ex
+        said = _SAID.get(verdict)
+        yield replace(ex, note="; ".join(filter(None, (ex.note, said)))) if said else ex
+
+
+_SAID = {LATE: ANSWERED_LATE, AFTER_ORPHAN: REQUEST_CAME_LATE}  # per verdict, what the row's note adds
 
 
 def notice_row(path: str, error: str) -> Exchange:

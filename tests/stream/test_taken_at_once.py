@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafka_protocol_source import read_capture
+from kafka_protocol_source.spark.emit_rule import REQUEST_CAME_LATE
 from tests.cuts import Cut, by_direction, segments_of
 from tests.samples.catalog import sample
 
@@ -239,7 +240,7 @@ def test_a_direction_whose_files_land_late_loses_no_exchange(tmp_path, late):
     skipped: with the requests late, the sample's 69 exchanges came out as request_missing only
     (found by review, /work/h-rev11/rev/s8_late_start.py, where late responses were lost too).
     Each comes out now, once as ok; a response read before its late request came out before as
-    request_missing too."""
+    request_missing too, and its exchange's note says so (before, nothing told the two apart)."""
     name = SAMPLES[0]
     s = sample(name)
     writers = dict(zip(("in", "out"), _per_direction(segments_of(s.path), s.broker_port), strict=True))
@@ -252,3 +253,7 @@ def test_a_direction_whose_files_land_late_loses_no_exchange(tmp_path, late):
     finish(reader, options, offset, rows)
     assert ok_rows_once(rows, _whole(name))
     assert any(r.status == "capture_error" and "came after the files taken beside it" in r.error for r in rows)
+    orphaned = Counter((r.client_address, r.correlation_id) for r in rows if r.status == "request_missing")
+    said = Counter((r.client_address, r.correlation_id) for r in rows if r.note and REQUEST_CAME_LATE in r.note)
+    assert said == orphaned
+    assert len(said) == (69 if late == "in" else 0)
