@@ -28,7 +28,8 @@ up to its last whole packet and again as it grows. Files taken at once in severa
 per interface, host or direction, each rotated) are one session, read as their merge, each only
 up to the capture time every writer has reached (``stream_frontier``). A records row whose topic
 id its re-read does not name takes the name the session's earlier files give (``naming_pass.earlier_names``); one
-given only later stays null.
+given only later stays null. What the folder holds, and when it was written, comes from
+``stream_folder``.
 """
 
 from __future__ import annotations
@@ -42,13 +43,13 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..capture.summary import CaptureSummary, sessions, summarize
+from ..capture.summary import CaptureSummary, sessions
 from .emit_rule import ORPHAN_WAIT_NS, EmitRule
 from .offset_entry import BY_TIME_FROM, FLUSHED, carry, file_entry, flushed, marks
 from .options import OptionError, ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
-from .paths import expand
 from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
+from .stream_folder import OTHER, WatchedFolder, other
 from .stream_frontier import (
     consumed_packets,
     frontier,
@@ -67,7 +68,6 @@ _LATE = (
     "or a request apart from its response"
 )
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
-OTHER = "other"  # a file that is not a pcap/pcapng capture
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -87,17 +87,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 f"maxFilesPerTrigger and maxBytesPerTrigger must be integers, minFileAge, "
                 f"maxFileAge, idleTimeout and quietTimeout numbers of seconds: {e}"
             ) from e
-        self._summaries: dict[tuple, CaptureSummary | None] = {}
+        self.folder = WatchedFolder(options, self.min_age_ns, self.max_age_ns)
         self._target: dict | None = None  # availableNow: nothing past what was there at the start
-        # When the folder last changed: a file came, went or grew as this reader saw it (its
-        # clock: a file copied in with an old modification time is new all the same), or was
-        # written (a file minFileAge still holds back, too). Quiet is that long ago.
-        self._listing: frozenset | None = None
-        # Per file, its size and modification time as last listed, and when it was last written:
-        # its modification time, or when this reader saw it change (a file copied in with
-        # ``cp -p`` carries an old modification time, and is new all the same).
-        self._written: dict[str, tuple[int, int, int]] = {}
-        self._changed_ns = time.time_ns()
         # The files of the folder's sessions taken at once in several places, as last planned.
         self._beside_others: set[str] = set()
 
@@ -118,8 +109,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         # A run reads what is there, so the folder is quiet by its files' modification times (this
         # reader saw none change yet): a run over a capture that ended then gives up what is open
         # at its end, as a batch read does; one over files still being written does not.
-        if self._written:
-            self._changed_ns = max(modified for _, modified, _ in self._written.values())
+        if self.folder.written:
+            self.folder.changed_ns = max(modified for _, modified, _ in self.folder.written.values())
 
     def latestOffset(self, start: dict, limit=None) -> dict:
         available = self._available()
@@ -203,7 +194,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         until: dict[str, int] = {}
         for chains in groups:
             end = max(s.last_ns or 0 for chain in chains for s in chain)
-            writing = _stopped if settled else partial(self._writing, session_end_ns=end)
+            writing = _not_writing if settled else partial(self._writing, session_end_ns=end)
             bound = frontier(chains, paths, consumed_of, writing)
             until.update((s.path, bound) for chain in chains for s in chain)
         out, last_of = [], {}
@@ -224,7 +215,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         last packet. tcpdump without ``-U`` holds a quiet interface's packets until its buffer
         fills, often for minutes; taken as stopped, that writer's packets would come in after
         newer ones were read, and its requests and responses would come apart."""
-        written = self._written.get(s.path)
+        written = self.folder.written.get(s.path)
         if written is not None and not self._left_alone(written[2], time.time_ns()):
             return True
         return s.last_ns is not None and session_end_ns - s.last_ns < self.idle_ns
@@ -239,7 +230,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {
             path
             for path, s in available.items()
-            if not s.complete and (written := self._written.get(path)) and self._left_alone(written[1], now)
+            if not s.complete and (written := self.folder.written.get(path)) and self._left_alone(written[1], now)
         }
 
     def _left_alone(self, written_ns: int, now_ns: int) -> bool:
@@ -252,7 +243,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _still_there(self, path: str, entry: dict, available: dict[str, CaptureSummary]) -> bool:
         """Whether the file an offset's ``entry`` says was read is still at ``path`` (not another
         file renamed to that name since, as logrotate does)."""
-        s = available.get(path) or (self._summary(path) if os.path.exists(path) else None)
+        s = available.get(path) or (self.folder.summary(path) if os.path.exists(path) else None)
         return s is not None and file_identity(s) == entry_identity(entry)
 
     def _admit(self, grown: list, limit) -> list:
@@ -274,13 +265,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- micro-batches ----------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict):
-        after = present(end["files"], self._folder())  # (a file gzipped or rotated since it was planned)
+        after = present(end["files"], self.folder.every_capture())  # (a file gzipped or rotated since it was planned)
         before = with_copies(start["files"], start.get("gone", {}), after)
-        summaries = [
-            self._summary(p) or CaptureSummary(p, OTHER, False, frozenset(), None, None, 1, 0, True)
-            for p in after
-            if os.path.exists(p)
-        ]
+        summaries = [self.folder.summary(p) or other(p, 0) for p in after if os.path.exists(p)]
         parts = []
         for path, was in before.items():
             now = after.get(path)
@@ -368,80 +355,16 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def read(self, partition):
         yield from PartitionReader(self.options, self.schema, self.options.apis).read(partition)
 
-    # -- the folder -------------------------------------------------------------------
-
     def _available(self) -> dict[str, CaptureSummary]:
-        try:
-            files = expand(self.options.paths, self.options.recursive, self.options.glob_filter)
-        except FileNotFoundError:
-            return {}  # the directory may not exist yet
-        now = time.time_ns()
-        every = {}
-        for path in files:
-            try:
-                every[path] = os.stat(path)
-            except OSError:
-                continue
-        self._written = {path: _written(st, self._written.get(path), now) for path, st in every.items()}
-        listing = frozenset((path, st.st_size, st.st_mtime_ns) for path, st in every.items())
-        if listing != self._listing:
-            self._listing, self._changed_ns = listing, now
-        written = max((st.st_mtime_ns for st in every.values()), default=0)
-        self._changed_ns = max(self._changed_ns, min(written, now))
-        stats = {path: st for path, st in every.items() if now - st.st_mtime_ns >= self.min_age_ns}
-        if not stats:
-            return {}
-        newest = max(st.st_mtime_ns for st in stats.values())
-        out = {}
-        for path, st in stats.items():
-            if newest - st.st_mtime_ns > self.max_age_ns:
-                continue
-            if st.st_size == 0:
-                continue  # nothing yet: tcpdump's next file stays empty until its first write
-            s = self._summary(path, st)
-            if s is None and not self._left_alone(st.st_mtime_ns, now):
-                continue  # not a capture yet: maybe one whose header is half written
-            # Not a capture (a stream dump, or a broken file), or one whose header its writer left
-            # cut short: read once, whole
-            if s is None or (not s.packets and not s.complete and self._left_alone(st.st_mtime_ns, now)):
-                s = CaptureSummary(path, OTHER, False, frozenset(), None, None, 1, st.st_size, True)
-            if s.packets:
-                out[path] = s
-        return out
-
-    def _folder(self) -> dict[str, CaptureSummary]:
-        """Every capture in the folder now, whatever its age (where planned files went)."""
-        try:
-            files = expand(self.options.paths, self.options.recursive, self.options.glob_filter)
-        except FileNotFoundError:
-            return {}
-        return {path: s for path in files if (s := self._summary(path)) is not None and s.packets}
+        return self.folder.captures(self._left_alone)
 
     def _quiet(self) -> bool:
-        return self._left_alone(self._changed_ns, time.time_ns())
-
-    def _summary(self, path: str, st: os.stat_result | None = None) -> CaptureSummary | None:
-        if st is None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                return None
-        key = (path, st.st_size, st.st_mtime_ns)
-        if key not in self._summaries:
-            self._summaries[key] = summarize(path, digest=True)
-        return self._summaries[key]
+        return self._left_alone(self.folder.changed_ns, time.time_ns())
 
 
-def _stopped(s: CaptureSummary) -> bool:
+def _not_writing(s: CaptureSummary) -> bool:
     """No writer is writing: availableNow, or the folder is quiet."""
     return False
-
-
-def _written(st: os.stat_result, before: tuple[int, int, int] | None, now: int) -> tuple[int, int, int]:
-    """(size, modification time, when last written) of a file listed ``now``."""
-    if before is not None and before[:2] == (st.st_size, st.st_mtime_ns):
-        return before
-    return st.st_size, st.st_mtime_ns, max(st.st_mtime_ns, now)  # (changed since: now, as this reader saw it)
 
 
 def _least_end(chains: list[list[CaptureSummary]], files: dict) -> int | None:
