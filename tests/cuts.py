@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_protocol_source.capture import TcpSegment, read_packets
+from kafka_protocol_source.capture.model import FIN as _FIN
 
 from .capture import pcapbuild as pb
 
@@ -73,6 +74,21 @@ def by_direction(segments, broker_port: int) -> tuple[Cut, Cut]:
         Cut(tuple(s for s in segments if s.dst_port == broker_port)),
         Cut(tuple(s for s in segments if s.dst_port != broker_port)),
     )
+
+
+def resegmented(segments, size: int) -> list[TcpSegment]:
+    """Every payload in segments of at most ``size`` bytes, as a smaller MSS sends it (a FIN stays
+    on the last piece): the same streams, with responses that span packets."""
+    out = []
+    for s in segments:
+        if len(s.payload) <= size:
+            out.append(s)
+            continue
+        for at in range(0, len(s.payload), size):
+            last = at + size >= len(s.payload)
+            flags = s.flags if last else s.flags & ~_FIN
+            out.append(s._replace(seq=(s.seq + at) & 0xFFFFFFFF, payload=s.payload[at : at + size], flags=flags))
+    return out
 
 
 def pieces(segments, count: int) -> list[Cut]:

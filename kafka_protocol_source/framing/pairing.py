@@ -101,6 +101,8 @@ class Pairer:
         self.at: int | None = None  # the packet that decided the item being taken (see completed_at)
         self.at_ns: int | None = None  # when it was captured, where known
         self.conflicts: list[Conflict] = []  # differing copies whose rows are still to come
+        # The last answer paired (filtered out too): (its stream offset, its request's).
+        self.last_answered: tuple[int, int] | None = None
 
     def pending_ids(self):
         return self.pending.keys()
@@ -262,9 +264,18 @@ class Pairer:
         """The held response that answers ``request``, just come (``held_answers``); one held with
         its id that answers an earlier request instead is given its row now."""
         answer, earlier = self.held.answer(request, header)
+        if answer is not None and self._overtaken(answer, request):
+            answer, earlier = None, answer
         if earlier is not None:
             self._missing(earlier)
         return answer
+
+    def _overtaken(self, answer: Frame, request) -> bool:
+        """Whether an answer captured after the held ``answer`` answered a request sent before
+        ``request``: a broker answers a connection's requests in order, so ``answer`` answers an
+        earlier request with its id, not captured (the client's ids started again)."""
+        last = self.last_answered
+        return last is not None and last[0] > answer.offset and last[1] < getattr(request, "offset", -1)
 
     # -- responses --------------------------------------------------------------------
 
@@ -281,6 +292,7 @@ class Pairer:
         if before and not held and self._undecided(frame, correlation_id, pending):
             return
         del self.pending[correlation_id]
+        self.last_answered = (frame.offset, pending.frame.offset)
         if self.undecided and deciding:
             self._decide(frame, pending.frame.offset)
         if self.acks0:
@@ -343,6 +355,7 @@ class Pairer:
         """A response that answers no pending request: held for its request, or given its row."""
         if correlation_id in self.unwanted:  # the answer of a request the filters leave out
             offset = self.unwanted.pop(correlation_id)[0]
+            self.last_answered = (frame.offset, offset)
             if self.undecided and deciding:
                 self._decide(frame, offset)
         elif self.sasl_tokens:

@@ -2,7 +2,10 @@
 
 Owns: which connection a segment belongs to (4-tuple plus instance number, a new instance when
 the 4-tuple is reused after FIN/RST or by a SYN with a different ISN), SYN/FIN/RST handling,
-the initiator hint, and flushing everything at the end of the capture. Per-direction ordering,
+the initiator hint, flushing everything at the end of the capture, and settling together the two
+sides of a connection the capture joined mid-stream: what both held while their start was
+provisional comes out in capture order across them, as if neither had been held (a framer
+resynchronising the broker's side weighs its candidates by the requests sent before them). Per-direction ordering,
 gaps and retransmitted copies that differ are `stream`'s job. Capture issues pass through
 untouched, in order.
 
@@ -22,6 +25,8 @@ connections closed is numbered from 0 again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from heapq import merge
+from operator import itemgetter
 
 from ..capture.model import ACK, FILE_MASK, FILE_SHIFT, FIN, RST, SYN, CaptureIssue, TcpSegment
 from .model import ConnectionKey, Direction, FlowEvent, StreamChunk, StreamConflict, StreamGap, new_flow_event
@@ -36,7 +41,7 @@ _NEVER = 1 << 62
 
 
 class _Connection:
-    __slots__ = ("closed", "closing", "fins", "initiator", "key", "streams")
+    __slots__ = ("closed", "closing", "fins", "initiator", "key", "settle_at", "streams")
 
     def __init__(self, key: ConnectionKey) -> None:
         self.key = key
@@ -46,12 +51,49 @@ class _Connection:
         self.closed = False
         # Its FINs or RST are in but bytes before them are not: (time, tick, why).
         self.closing: tuple[int, int, str] | None = None
+        # Both sides started provisionally (joined mid-connection): the tick at which both are
+        # settled together (-1: not so, or done).
+        self.settle_at = -1
 
 
 def _waits(conn: _Connection) -> bool:
     """Whether bytes sent before the FINs of ``conn`` are still to come (see ``DirectionStream.pending``)."""
     a, b = conn.streams.values()
     return a.pending() or b.pending()
+
+
+def _settle_with_peer(conn: _Connection) -> None:
+    """A side that just started provisionally, while the other side is provisional too: both
+    settle at the later of their ticks, together (``_settle_together``)."""
+    a, b = conn.streams.values()
+    if a.settles_at >= 0 and b.settles_at >= 0:
+        conn.settle_at = max(a.settles_at, b.settles_at)
+        a.wait_until(conn.settle_at)
+        b.wait_until(conn.settle_at)
+
+
+def _settle_together(conn: _Connection, tick: int | None, out: list) -> None:
+    """Deliver what both sides held while provisional, in capture order across the two: a
+    framer resynchronising one side weighs candidates by the requests the other side has sent
+    (``framing.sniff``), so a response must not be framed before the requests captured before it."""
+    conn.settle_at = -1
+    runs = []
+    for stream in conn.streams.values():
+        events: list = []
+        stream.settle(events, tick)
+        runs.append(_by_packet(events))
+    out.extend(event for _, event in merge(*runs, key=itemgetter(0)))
+
+
+def _by_packet(events: list) -> list[tuple[tuple[int, int], StreamEvent]]:
+    """Events of one side, in order, each keyed by the latest packet (time, then index: the files
+    of a merged read are numbered apart) delivered up to it."""
+    keyed, last = [], (-1, -1)
+    for event in events:
+        if type(event) is StreamChunk:
+            last = max(last, (event.timestamp_ns, event.packet_index))
+        keyed.append((last, event))
+    return keyed
 
 
 def _remembered(conn: _Connection, four: tuple) -> tuple:
@@ -108,6 +150,8 @@ class _Table:
         return conn
 
     def close(self, four: tuple, conn: _Connection, ts: int, why: str, out: list) -> None:
+        if conn.settle_at >= 0:
+            _settle_together(conn, None, out)
         for stream in conn.streams.values():
             stream.close(out, ts)
         conn.closed = True
@@ -157,6 +201,8 @@ class _Table:
                 self.close(four, conn, *((closing[0], closing[2]) if closing else (ts, "reused")), out)
                 conn = self._open(four, seg, out)
         streams = conn.streams
+        if conn.settle_at >= 0 and tick >= conn.settle_at:
+            _settle_together(conn, tick, out)
         stream = streams[src]
         if flags & ACK:
             receiver = streams[dst]
@@ -169,11 +215,8 @@ class _Table:
                 conn.initiator = streams[dst if flags & ACK else src].direction
         # (a RST's payload, diagnostic text at most, is not the stream's: RFC 1122 4.2.2.12)
         if (payload or missing) and not flags & RST:
-            if conn.closing is not None:
-                conn, stream = self._after_end(four, conn, src, seg, out)
             seq = (seq + 1) & 0xFFFFFFFF if flags & SYN else seq  # a SYN's data (TCP Fast Open): after the ISN
-            if not stream.add(seq, payload, missing, ts, index, out, tick):
-                out.append(self._overflow(conn, stream, ts))
+            conn, stream = self._bytes(four, conn, src, seq, seg, tick, out)
         size = len(payload) + missing
         if flags & (RST | FIN) and self._ended(four, conn, src, stream, flags, seq, size, ts, tick, out):
             return out
@@ -181,6 +224,22 @@ class _Table:
         if closing is not None and closing[2] == "fin" and not _waits(conn):
             self.close(four, conn, closing[0], "fin", out)
         return out
+
+    def _bytes(
+        self, four: tuple, conn: _Connection, src: tuple, seq: int, seg: TcpSegment, tick: int, out: list
+    ) -> tuple[_Connection, DirectionStream]:
+        """A segment's payload (or bytes its snaplen cut) to its side's stream; the connection and
+        stream they went to (a new use of the 4-tuple after a close: ``_after_end``)."""
+        stream = conn.streams[src]
+        if conn.closing is not None:
+            conn, stream = self._after_end(four, conn, src, seg, out)
+        ts, payload, missing = seg.timestamp_ns, seg.payload, seg.missing
+        starts = stream.base_seq is None
+        if not stream.add(seq, payload, missing, ts, seg.packet_index, out, tick):
+            out.append(self._overflow(conn, stream, ts))
+        if starts:
+            _settle_with_peer(conn)
+        return conn, stream
 
     def _overflow(self, conn: _Connection, stream: DirectionStream, ts: int) -> FlowEvent:
         return new_flow_event(

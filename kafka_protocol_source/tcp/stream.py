@@ -15,6 +15,8 @@ first segment written is not always the first sent, and a SYN can be written aft
 after it. Such a start is provisional for ``REORDER_WINDOW`` packets of the capture. Nothing is
 delivered until then, and a segment or SYN from before it moves offset 0 back to itself, so its
 bytes are delivered instead of being taken for a retransmission of bytes sent before the capture.
+Where both sides of a connection start so, ``flows`` settles them together, at the later of the
+two ticks, and delivers what they held in capture order across the two.
 
 Bytes the snaplen cut from a packet are a "snaplen_cut" gap, unless a fuller copy of it may
 follow: a capture merged from interfaces of different snaplens has each packet twice, the cut
@@ -231,6 +233,22 @@ class DirectionStream:
             self._early_conflicts.append((span[0], span[1], ts, index))
         else:
             out.append(StreamConflict(self.conn, self.direction, span[0], span[1] - span[0], ts, index))
+
+    @property
+    def settles_at(self) -> int:
+        """The tick at which a provisional offset 0 is settled; -1 once it is."""
+        return self._settle_until
+
+    def wait_until(self, tick: int) -> None:
+        """A provisional offset 0 stays provisional, and its bytes held, until ``tick`` at least."""
+        if self._settle_until >= 0:
+            self._settle_until = max(self._settle_until, tick)
+
+    def settle(self, out: list, tick: int | None) -> None:
+        """Offset 0 is settled now: what is held from it on is delivered."""
+        if self._settle_until >= 0:
+            self._settled(out)
+            self._deliver(out, tick)
 
     def _settled(self, out: list) -> None:
         """Offset 0 stays where it is now: the conflicts found before are said."""

@@ -16,7 +16,7 @@ import pytest
 
 from kafka_protocol_source import read_capture
 from tests.accounting import check_accounting
-from tests.cuts import Cut, late_start, mid_segment, one_side, pieces, segments_of
+from tests.cuts import Cut, late_start, mid_segment, one_side, pieces, resegmented, segments_of
 from tests.samples.catalog import TSHARK, samples
 
 CAPTURES = [s for s in samples() if s.path.suffix in (".pcap", ".pcapng")]
@@ -52,6 +52,34 @@ def test_late_and_mid_frame_starts_keep_every_exchange_after_the_cut(s, ports, t
         got = Counter(_key(e) for e in rows if e.status == "ok")
         assert not after - got, f"{how} start at packet {cut.origin}: lost {sorted(after - got)[:5]}"
         assert check_accounting(path, **options) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        ("mock_aiokafka_all_codecs", 242),
+        ("mock_aiokafka_all_codecs", 247),
+        ("mock_aiokafka_all_codecs", 253),
+        ("mock_confluent_kafka_all_codecs_any_sll2", 321),
+        ("mock_confluent_kafka_all_codecs_any_sll2", 324),
+        ("mock_kafka_python_all_codecs", 248),
+    ],
+)
+def test_a_late_start_inside_a_response_spanning_packets_keeps_the_next_exchange(name, first, tmp_path):
+    """Payloads sent 100 bytes a packet, and the capture starting inside a response: the broker
+    side was framed from the bytes held while its start was provisional before the client side's
+    request was, so a false frame start inside the next response, chaining by chance to a packet
+    boundary, beat the real one (which answers that request) and the whole exchange was lost
+    (found by review, /tmp/rev12/repro/repro1_midstream_join_loses_fetch.py: its Fetch records
+    too). Both sides now come out in capture order. Every exchange wholly after the cut is back."""
+    s = next(s for s in CAPTURES if s.name == name)
+    segments = resegmented(segments_of(s.path), 100)
+    whole = list(read_capture(Cut(tuple(segments)).write(tmp_path / "whole.pcap"), ports=[s.broker_port]))
+    after = Counter(_key(e) for e in whole if e.status == "ok" and e.request_packet > first)
+    path = Cut(tuple(segments[first:])).write(tmp_path / "late.pcap")
+    got = Counter(_key(e) for e in read_capture(path, ports=[s.broker_port]) if e.status == "ok")
+    assert not after - got
+    assert check_accounting(path, ports=[s.broker_port]) == []
 
 
 @pytest.mark.parametrize("s", CAPTURES, ids=lambda s: s.name)
