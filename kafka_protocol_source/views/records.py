@@ -33,13 +33,16 @@ def record_rows(exchange, names: TopicNames):
     elif exchange.api_key == FETCH and exchange.response:
         # A read_uncommitted consumer keeps every record: brokers list no aborted transactions for it
         # (Apache Kafka sends null, some brokers an empty list), so whether any was aborted is not said.
-        uncommitted = (exchange.request or {}).get("isolation_level") == 0
+        # Without the request, an empty list is that, or a read_committed fetch with none aborted.
+        request = exchange.request
+        uncommitted = request is not None and request.get("isolation_level") == 0
         for topic in exchange.response.get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
                 batches = part.get("records")
-                aborted = aborted_batches(batches or (), None if uncommitted else part.get("aborted_transactions"))
+                listed = None if uncommitted else part.get("aborted_transactions")
+                aborted = aborted_batches(batches or (), None if request is None and not listed else listed)
                 yield from _batches(
                     exchange, "fetch", name, topic_id, part.get("partition_index"), batches, answer, aborted
                 )
