@@ -199,17 +199,19 @@ def error_names_frame(spark):
     return spark.sql(f"SELECT * FROM VALUES {rows} AS error_names(code, name)")
 
 
-# Records no application sees: transaction markers (control records), and the fetched records of
-# aborted transactions (a read_committed consumer drops them).
-_UNSEEN = ("is_control", "is_aborted")
-APPLICATIONS_ONLY = " AND ".join(f"NOT coalesce({column}, false)" for column in _UNSEEN)  # a SQL condition
+# Records no application sees: transaction markers (control records), the fetched records of
+# aborted transactions (a read_committed consumer drops them), and rows of records that could not
+# be read (``error``: no record in them).
+_UNSEEN = {"is_control": "NOT coalesce(is_control, false)", "is_aborted": "NOT coalesce(is_aborted, false)"}
+_UNSEEN["error"] = "error IS NULL"
+APPLICATIONS_ONLY = " AND ".join(_UNSEEN.values())  # a SQL condition
 
 
 def applications_records(records):
-    """The records an application sees (of a records DataFrame, whichever of the flags it has)."""
-    for column in _UNSEEN:
+    """The records an application sees (of a records DataFrame, whichever of the columns it has)."""
+    for column, seen in _UNSEEN.items():
         if column in records.columns:
-            records = records.where(f"NOT coalesce({column}, false)")
+            records = records.where(seen)
     return records
 
 

@@ -24,7 +24,7 @@ from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
-from ..views.records import record_row_size, record_rows
+from ..views.records import by_read_mode, record_row_size, record_rows
 from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdNaming, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
@@ -200,7 +200,7 @@ class PartitionReader:
         if partition.emit is not None:
             exchanges = _emitted(exchanges, partition.emit, paths, names if records_view or naming else None)
         if records_view:
-            yield from _named_records((ex for ex in exchanges if keeps(ex)), names)
+            yield from by_read_mode(_named_records((ex for ex in exchanges if keeps(ex)), names), o.mode)
         elif naming is None:
             yield from (ex for ex in exchanges if keeps(ex))
         else:

@@ -162,6 +162,9 @@ RECORDS_VIEW = StructType(
         # (the broker refused a produced batch, or a fetch of the partition failed)
         StructField("offset_assigned", BooleanType()),
         StructField("error_name", StringType()),
+        # a row of records that could not be read (a batch that does not decompress, a record cut
+        # inside a whole batch): why; key, value, offset, timestamp and headers are null there
+        StructField("error", StringType()),
     ]
 )
 

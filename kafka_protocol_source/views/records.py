@@ -84,6 +84,23 @@ def aborted_batches(batches: Sequence[dict], aborted_transactions: list[dict] | 
     return out
 
 
+def by_read_mode(rows, mode: str):
+    """The records view's rows as the read mode says: a row of records that could not be read is
+    kept (PERMISSIVE), dropped (DROPMALFORMED) or fails the read (FAILFAST)."""
+    if mode == "PERMISSIVE":
+        yield from rows
+        return
+    for row in rows:
+        if row["error"] is None:
+            yield row
+        elif mode == "FAILFAST":
+            where = f"connection {row['connection_id']}, {row['direction']} of {row['topic'] or row['topic_id']}"
+            raise RuntimeError(
+                f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {row['capture_file']}: {where}"
+                f"-{row['partition']} (batch offset {row['batch_offset']}): {row['error']}"
+            )
+
+
 def record_row_size(row: dict) -> int:
     """About how many bytes one of ``record_rows``' rows holds."""
     size = _ROW_OVERHEAD + len(row["key"] or b"") + len(row["value"] or b"")
@@ -167,8 +184,23 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
                 crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,
                 offset_assigned=assigned,
                 error_name=error_name_,
+                error=None,
             )
             yield row
+        if batch["error"]:
+            # The records after those read (all of a batch that does not decompress): one row that
+            # says why, so that no record disappears without a word.
+            yield {
+                **base,
+                **_UNREAD,
+                "crc_valid": batch_crc,
+                "offset_assigned": False,
+                "error_name": error_name_,
+                "error": f"records of this batch could not be read: {batch['error']}",
+            }
+
+
+_UNREAD = {"key": None, "value": None, "offset": None, "timestamp": None, "headers": None}
 
 
 def _ms(ms: int | None) -> datetime | None:
