@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from collections import namedtuple
-from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,6 +24,8 @@ from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.spec.api_keys import FETCH
 from kafka_protocol_source.views.records import record_rows
 from kafka_protocol_source.views.topic_names import TopicNames
+
+from .bare_exchange import bare_exchange
 
 AbortedTransaction = namedtuple("AbortedTransaction", "producer_id first_offset")
 PRODUCERS = (1, 2, 3)
@@ -62,19 +63,8 @@ def _log(steps) -> tuple[bytes, list[int]]:
 
 def _fetched(data: bytes, aborted: list | None, isolation_level: int | None = 1) -> list[dict]:
     part = {"partition_index": 0, "error_code": 0, "aborted_transactions": aborted, "records": decode_records(data)}
-    exchange = SimpleNamespace(
-        api_key=FETCH,
-        api_version=12,
-        request=None if isolation_level is None else {"isolation_level": isolation_level},
-        response={"responses": [{"topic": "t", "partitions": [part]}]},
-        client_id="c",
-        client_address="a",
-        broker_address="b",
-        request_time=None,
-        response_time=None,
-        capture_file="f",
-        connection_id="x",
-    )
+    request = None if isolation_level is None else {"isolation_level": isolation_level}
+    exchange = bare_exchange(FETCH, 12, request, {"responses": [{"topic": "t", "partitions": [part]}]})
     return list(record_rows(exchange, TopicNames()))
 
 

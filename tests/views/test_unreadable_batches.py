@@ -8,8 +8,6 @@ batch columns and ``error``, which PERMISSIVE keeps, DROPMALFORMED drops and FAI
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -17,6 +15,8 @@ from kafka_protocol_source.records import decode_records
 from kafka_protocol_source.spec.api_keys import PRODUCE
 from kafka_protocol_source.views.records import by_read_mode, record_rows
 from kafka_protocol_source.views.topic_names import TopicNames
+
+from .bare_exchange import bare_exchange
 
 GZIP = 1
 
@@ -32,22 +32,9 @@ def _batch(corrupt: bool) -> bytes:
 
 
 def _rows(*batches: bytes) -> list[dict]:
-    exchange = SimpleNamespace(
-        api_key=PRODUCE,
-        api_version=9,
-        request={
-            "topic_data": [
-                {"name": "t", "partition_data": [{"index": 0, "records": decode_records(b"".join(batches))}]}
-            ]
-        },
-        response=None,
-        client_id="c",
-        client_address="a",
-        broker_address="b",
-        request_time=None,
-        response_time=None,
-        capture_file="f.pcap",
-        connection_id="x",
+    records = decode_records(b"".join(batches))
+    exchange = bare_exchange(
+        PRODUCE, 9, {"topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]}, None
     )
     return list(record_rows(exchange, TopicNames()))
 
