@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..report.queries import APPLICATIONS_ONLY, NOT_FINE, PRODUCED, REFUSED, TOPIC_LABEL
+from ..report.queries import API_LABEL, APPLICATIONS_ONLY, NOT_FINE, PRODUCED, REFUSED, TOPIC_LABEL
 from ..spec.error_codes import error_name
 from .output import render_table
 from .views import Summary
@@ -24,7 +24,9 @@ _ERROR_NAMES = (
 
 REPORT_QUERIES = {
     "Requests per API": """
-        SELECT api_name AS api, count(*) AS requests,
+        SELECT """
+    + API_LABEL
+    + """ AS api, count(*) AS requests,
                concat_ws(',', transform(array_sort(collect_set(api_version)), v -> cast(v AS string))) AS versions,
                count(DISTINCT client_id) AS clients,
                round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
@@ -33,7 +35,7 @@ REPORT_QUERIES = {
     + NOT_FINE
     + """) AS not_ok,
                array_sort(array_distinct(flatten(collect_list(coalesce(error_codes, array()))))) AS error_codes
-        FROM exchanges WHERE api_name IS NOT NULL GROUP BY api_name ORDER BY requests DESC, api""",
+        FROM exchanges GROUP BY 1 ORDER BY requests DESC, api""",
     "Requests per client id": """
         SELECT coalesce(client_id, '(none)') AS client_id, count(*) AS requests,
                count(DISTINCT api_name) AS apis, count(DISTINCT client_address) AS connections_from,
@@ -44,7 +46,7 @@ REPORT_QUERIES = {
                """
     + _ERROR_NAMES
     + """ AS error_names
-        FROM exchanges WHERE api_name IS NOT NULL GROUP BY 1 ORDER BY requests DESC, client_id""",
+        FROM exchanges GROUP BY 1 ORDER BY requests DESC, client_id""",
     "Top topics by records": """
         SELECT """
     + TOPIC_LABEL

@@ -30,6 +30,9 @@ _RECORD_BYTES = "coalesce(octet_length(key), 0) + coalesce(octet_length(value), 
 TOPIC_LABEL = "coalesce(topic, concat('topic id ', topic_id), '(unknown)')"
 # Produced records the broker did not refuse (accepted, or no answer captured); refused ones
 # (UNKNOWN_PRODUCER_ID, say) were sent but never appended, and are counted apart.
+# An exchange's api, or for a row without one (a response whose api is not told, a gap, a capture
+# error) its status in brackets: the per-api tables add up to every row, as the summary counts them.
+API_LABEL = "coalesce(api_name, concat('(', status, ')'))"
 PRODUCED = "direction = 'produce' AND error_name IS NULL"
 REFUSED = "direction = 'produce' AND error_name IS NOT NULL"
 HISTOGRAM_FLOOR_MS = 2.0**-6  # latencies below ~16 µs share the first bin
@@ -110,13 +113,13 @@ QUERIES: dict[str, str] = {
     "per_api": f"""
         SELECT api, exchanges, versions, client_ids, not_fine, {_LATENCY_COLUMNS},
                coalesce(en.error_names, '') AS error_names FROM (
-            SELECT api_name AS api, count(*) AS exchanges,
+            SELECT {API_LABEL} AS api, count(*) AS exchanges,
                    concat_ws(',', transform(array_sort(collect_set(api_version)), v -> cast(v AS string)))
                        AS versions,
                    count(DISTINCT client_id) AS client_ids, sum({_NOT_FINE}) AS not_fine,
                    {_PERCENTILES} AS p, max(latency_ms) AS max_ms
-            FROM {{exchanges}} WHERE api_name IS NOT NULL GROUP BY api_name) a
-        LEFT JOIN ({_error_names_by("api_name")}) en ON en.key = a.api
+            FROM {{exchanges}} GROUP BY 1) a
+        LEFT JOIN ({_error_names_by(API_LABEL)}) en ON en.key = a.api
         ORDER BY exchanges DESC, api""",
     "per_client": f"""
         SELECT client_id, exchanges, connections, apis, not_fine, {_LATENCY_COLUMNS},

@@ -1,0 +1,42 @@
+"""The report's per-api and per-client tables add up to every row its summary counts.
+
+A capture of the broker's side only: some of its responses are of an api nothing tells (no
+captured request, and none of their connection's layouts reads them), and its gap rows have none.
+The text report's per-api and per-client tables left them out (57 of the 69 its header counted,
+in the review's capture), and so did the HTML report's per-api table, while its per-client table
+had them all (found by review, /tmp/ux1). They are now rows of their own, labelled with their
+status.
+"""
+
+from __future__ import annotations
+
+from kafka_protocol_source.cli.report import REPORT_QUERIES
+from kafka_protocol_source.report.compute import compute_report
+from tests.cuts import one_side, segments_of
+from tests.samples.catalog import sample
+
+
+def test_responses_of_no_known_api_are_counted_in_every_table(spark, tmp_path):
+    from kafka_protocol_source.spark import register
+
+    register(spark)
+    s = sample("tansu_confluent_kafka_all_codecs")
+    path = str(one_side(segments_of(s.path), s.broker_port).write(tmp_path / "broker_side.pcap"))
+    exchanges = spark.read.format("kafka-wire").load(path)
+    records = spark.read.format("kafka-wire").option("view", "records").load(path)
+    total = exchanges.count()
+    unknown = exchanges.where("api_name IS NULL").count()
+    assert unknown > 0
+    exchanges.createOrReplaceTempView("exchanges")
+    try:
+        for table in ("Requests per API", "Requests per client id"):
+            rows = spark.sql(REPORT_QUERIES[table].format(top=10)).collect()
+            assert sum(r["requests"] for r in rows) == total, table
+        per_api = {r["api"]: r["requests"] for r in spark.sql(REPORT_QUERIES["Requests per API"]).collect()}
+        assert per_api["(request_missing)"] > 0
+        assert sum(n for api, n in per_api.items() if api.startswith("(")) == unknown
+    finally:
+        spark.catalog.dropTempView("exchanges")
+    html = compute_report(spark, exchanges, records).results
+    assert sum(r["exchanges"] for r in html["per_api"]) == total
+    assert sum(r["exchanges"] for r in html["per_client"]) == total
