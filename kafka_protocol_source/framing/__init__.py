@@ -9,6 +9,6 @@ dumps (``dumps``). It is handed a body decoder
 it to the other stages (``read_capture``).
 """
 
-from .model import CAPTURE_ERROR, MALFORMED_STATUSES, STATUSES, Exchange, Frame
+from .model import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, STATUSES, Exchange, Frame
 
-__all__ = ["CAPTURE_ERROR", "MALFORMED_STATUSES", "STATUSES", "Exchange", "Frame"]
+__all__ = ["CAPTURE_ERROR", "FAILFAST_ERROR", "MALFORMED_STATUSES", "STATUSES", "Exchange", "Frame"]

@@ -39,6 +39,7 @@ STATUSES = (
 )
 # What PERMISSIVE keeps, DROPMALFORMED drops and FAILFAST fails on: frames or files that did not read.
 MALFORMED_STATUSES = frozenset({MALFORMED, GAP, CAPTURE_ERROR, INTERNAL_ERROR})
+FAILFAST_ERROR = "[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST)"  # how a FAILFAST read's error begins
 
 # What a ``gap`` row's error says of a body the capture cut and that was read up to the cut.
 CUT_BODY = "the {side} holds its fields up to the cut"

@@ -275,7 +275,7 @@ class Pairer:
         ``request``: a broker answers a connection's requests in order, so ``answer`` answers an
         earlier request with its id, not captured (the client's ids started again)."""
         last = self.last_answered
-        return last is not None and last[0] > answer.offset and last[1] < getattr(request, "offset", -1)
+        return last is not None and last[0] > answer.offset and last[1] < request.offset
 
     # -- responses --------------------------------------------------------------------
 

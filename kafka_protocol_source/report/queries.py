@@ -205,8 +205,11 @@ def error_names_frame(spark):
 # Records no application sees: transaction markers (control records), the fetched records of
 # aborted transactions (a read_committed consumer drops them), and rows of records that could not
 # be read (``error``: no record in them).
-_UNSEEN = {"is_control": "NOT coalesce(is_control, false)", "is_aborted": "NOT coalesce(is_aborted, false)"}
-_UNSEEN["error"] = "error IS NULL"
+_UNSEEN = {
+    "is_control": "NOT coalesce(is_control, false)",
+    "is_aborted": "NOT coalesce(is_aborted, false)",
+    "error": "error IS NULL",
+}
 APPLICATIONS_ONLY = " AND ".join(_UNSEEN.values())  # a SQL condition
 
 

@@ -19,7 +19,7 @@ from ..capture.index import index_records
 from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
-from ..framing import CAPTURE_ERROR, MALFORMED_STATUSES, Exchange
+from ..framing import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, Exchange
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -225,9 +225,7 @@ class PartitionReader:
         elif o.view != "records" and o.mode == "PERMISSIVE":
             yield exchange_row(notice_row(partition.path, partition.notice), None)
         elif o.mode == "FAILFAST":
-            raise RuntimeError(
-                f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {partition.path}: {partition.notice}"
-            )
+            raise RuntimeError(f"{FAILFAST_ERROR}: {partition.path}: {partition.notice}")
 
     def _topic_names(
         self, partition: CapturePartition, options: CaptureOptions, keeps, complete: bool, keeps_key=None
@@ -395,4 +393,4 @@ def _failfast_message(ex) -> str:
     if ex.connection_id:
         where.append(f"connection {ex.connection_id}")
     place = ": ".join([str(ex.capture_file), ", ".join(where)] if where else [str(ex.capture_file)])
-    return f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {place}: {ex.status}: {ex.error}"
+    return f"{FAILFAST_ERROR}: {place}: {ex.status}: {ex.error}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from ..framing import FAILFAST_ERROR
 from ..spec.api_keys import FETCH, PRODUCE
 from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID as _ZERO_UUID
@@ -96,7 +97,7 @@ def by_read_mode(rows, mode: str):
         elif mode == "FAILFAST":
             where = f"connection {row['connection_id']}, {row['direction']} of {row['topic'] or row['topic_id']}"
             raise RuntimeError(
-                f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {row['capture_file']}: {where}"
+                f"{FAILFAST_ERROR}: {row['capture_file']}: {where}"
                 f"-{row['partition']} (batch offset {row['batch_offset']}): {row['error']}"
             )
 
