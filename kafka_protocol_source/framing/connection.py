@@ -7,11 +7,16 @@ configured port is Kafka (or TLS); on any other port it is Kafka only if the cli
 a confirmed request start (``sniff``: a header of a known api and version, confirmed by what
 follows it), and otherwise it is left out. Until both are decided, events wait in a bounded
 backlog. Frames then go to ``pairing.Pairer``.
+
+Bytes a gap left out (a small snaplen cuts nearly every frame) keep their place while deciding, so
+frame sizes still lead from packet to packet; a request start whose frame runs into such a hole
+counts only once the other side answers its correlation id.
 """
 
 from __future__ import annotations
 
 import itertools
+import struct
 from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
@@ -19,6 +24,8 @@ from .model import TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
     CONFIRMED,
+    NO,
+    StartCheck,
     awaited_response,
     chained_ids,
     first_confirmed,
@@ -32,6 +39,8 @@ from .sniff import (
 )
 from .splitter import DirectionFramer
 
+_SIZE = struct.Struct(">i")
+_HOLE = b"~"  # what stands for a byte the capture does not have while deciding (0x7e7e7e7e: 2 GB)
 BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
 # Responses in a row that make a side whose peer's bytes were not captured Kafka (one fewer when
 # its SYN/ACK says it is the server).
@@ -72,6 +81,7 @@ class Connection:
         self.first_bytes: dict[Direction, bytearray] = {}
         self.scan_resume: dict[Direction, int] = {}
         self.chunk_ends: dict[Direction, set[int]] = {}  # positions in first_bytes where a packet's bytes end
+        self.holes: dict[Direction, list[tuple[int, int]]] = {}  # [start, end) in first_bytes not captured
         self.evidence: dict[Direction, tuple] = {}  # per side, the last _request_evidence and what it was for
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
@@ -104,7 +114,7 @@ class Connection:
     def gap(self, ev: StreamGap) -> list[Exchange]:
         if self.kafka is None:
             self._hold(ev, 0)
-            self.first_bytes.setdefault(ev.direction, bytearray())
+            self._leave_hole(ev)
             return self._decide()
         if self.kafka and not self.tls:
             return self._route(
@@ -143,16 +153,30 @@ class Connection:
         self.backlog.append(ev)
         self.backlog_bytes += size
 
+    def _leave_hole(self, ev: StreamGap) -> None:
+        """Keep the bytes after a gap at their place in the stream, so that frame sizes read before
+        it still lead to the frames after it: a snaplen cuts most frames of a connection, and their
+        sizes are all that says where the next begin. ``_HOLE`` stands for the missing bytes: text
+        to a client id the cut ran into, and a size no frame has (so no frame starts in a hole)."""
+        head = self.first_bytes.setdefault(ev.direction, bytearray())
+        length = min(ev.length, BACKLOG_LIMIT - len(head))
+        if length <= 0:
+            return
+        if head and ev.reason != "snaplen_cut":  # the packet before a lost one ended here
+            self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
+        self.holes.setdefault(ev.direction, []).append((len(head), len(head) + length))
+        head += _HOLE * length
+
     def _decide(self, final: bool = False) -> list[Exchange]:
         final = final or self.backlog_bytes > BACKLOG_LIMIT
         if self.client is None:
             self.client = self._client_by_ports()
         if self.port_matched:
-            head = self.first_bytes.get(self._decided_client())
+            head = self._captured(self._decided_client(), 5)
             if not head and not final:
                 return []  # TLS or not is told by the client's first bytes
             self.kafka = True
-            self.tls = looks_like_tls(bytes(head or b""))
+            self.tls = looks_like_tls(head)
         elif not self.ctx.detect:
             self.kafka = False
         else:
@@ -163,7 +187,7 @@ class Connection:
             self.kafka = client is not None
         if self.kafka and not self.tls:
             self._start()
-        backlog, self.backlog, self.first_bytes, self.chunk_ends = self.backlog, [], {}, {}
+        backlog, self.backlog, self.first_bytes, self.chunk_ends, self.holes = self.backlog, [], {}, {}, {}
         out: list[Exchange] = []
         if self.kafka:
             for ev in backlog:
@@ -196,14 +220,16 @@ class Connection:
         ctx = self.ctx
         # which side is the client: only a request that reads exactly is evidence (a response's
         # header and body can read as a request's, with bytes left over)
-        check = request_start_check(
+        exact = request_start_check(
             ctx.known, ctx.max_frame_size, body_reads=partial(ctx.decoder.request_reads, exactly=True)
         )
+        headers_only = request_start_check(ctx.known, ctx.max_frame_size)
         starts = {}
         for direction, head in self.first_bytes.items():
+            check = self._around_holes(direction, exact, headers_only)
             if self.initiator is not None and direction != self.initiator:
                 continue
-            if looks_like_tls(bytes(head[:5])) and self.scan_resume.get(direction, 0) == 0:
+            if looks_like_tls(self._captured(direction, 5)) and self.scan_resume.get(direction, 0) == 0:
                 continue  # encrypted and on an unknown port: nothing says it is Kafka
             found, resume = first_confirmed(
                 check, head, self.scan_resume.get(direction, 0), final, self._boundary_in(direction)
@@ -213,9 +239,12 @@ class Connection:
                 starts[direction] = found
         if not starts:
             return self._client_by_responses() if final else None
+        best = self.initiator or max(starts, key=lambda d: self._request_evidence(d, starts[d]))
+        if self._runs_into_hole(best, starts[best]):
+            # a body the capture cut cannot say it reads: the other side must answer one of its ids
+            return best if self._request_evidence(best, starts[best])[0] else None
         if self.initiator is not None:
             return self.initiator  # the only side looked at: its request start decides, no evidence needed
-        best = max(starts, key=lambda d: self._request_evidence(d, starts[d]))
         answered, distinct, frames = self._request_evidence(best, starts[best])
         if answered:
             return best
@@ -225,10 +254,50 @@ class Connection:
             return None  # one id over and over: a broker's responses (ids read from their bodies)
         return best
 
+    def _captured(self, direction: Direction, limit: int = BACKLOG_LIMIT) -> bytes:
+        """The first ``limit`` bytes of one side that the capture has, the holes left out (b""
+        when a gap said it sent some, but none were captured)."""
+        head = self.first_bytes.get(direction, b"")
+        holes = self.holes.get(direction)
+        if not holes:
+            return bytes(head[:limit])
+        at, kept = 0, bytearray()
+        for start, stop in [*holes, (len(head), len(head))]:
+            kept += head[at : min(start, at + limit - len(kept))]
+            if len(kept) >= limit:
+                break
+            at = stop
+        return bytes(kept)
+
+    def _around_holes(self, direction: Direction, exact: StartCheck, headers_only: StartCheck) -> StartCheck:
+        """``exact``, but ``headers_only`` for a frame with bytes in a hole: what stands for them
+        does not read as its body, and its header and the frames chaining from it are what can be
+        checked. No frame starts in a hole."""
+        holes = self.holes.get(direction)
+        if not holes:
+            return exact
+
+        def check(buf, pos: int, final: bool, boundary) -> int:
+            if any(start <= pos < stop for start, stop in holes):
+                return NO
+            if self._runs_into_hole(direction, pos):
+                return headers_only(buf, pos, final, boundary)
+            return exact(buf, pos, final, boundary)
+
+        return check
+
+    def _runs_into_hole(self, direction: Direction, pos: int) -> bool:
+        """Whether the frame whose size is at ``pos`` has bytes in a hole."""
+        head = self.first_bytes[direction]
+        if len(head) - pos < 4:
+            return False
+        end = pos + 4 + _SIZE.unpack_from(head, pos)[0]
+        return any(start < end and pos < stop for start, stop in self.holes.get(direction, ()))
+
     def _client_by_responses(self) -> Direction | None:
         """With one side's bytes only and no request in them: Kafka if they are a run of responses
         (frames chaining to a packet boundary, ids counting up), whose receiver is the client."""
-        sides = [(direction, head) for direction, head in self.first_bytes.items() if head]
+        sides = [(direction, head) for direction, head in self.first_bytes.items() if self._captured(direction, 1)]
         if len(sides) != 1 or sides[0][0] == self.initiator:
             return None  # both sides spoke (and nothing asked), or the side that connected only answers
         direction, head = sides[0]
