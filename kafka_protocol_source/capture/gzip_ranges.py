@@ -15,6 +15,7 @@ import os
 from io import BufferedReader, FileIO
 
 from .gunzip import Gunzip
+from .read_meter import counted
 from .source import READ_SIZE
 
 PIECE = 1 << 20  # decompressed at a time
@@ -32,7 +33,7 @@ class GunzipRanges:
     def _restart(self) -> None:
         self.close()
         f = self._file = BufferedReader(FileIO(self._path), READ_SIZE)
-        self._gunzip = Gunzip(f.read1)
+        self._gunzip = Gunzip(counted(f.read1))
         self._buf, self._base, self._ended = b"", 0, False
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from .gunzip import Gunzip
 from .model import CaptureError, CaptureFormat
+from .read_meter import counted
 
 Source = str | os.PathLike | BinaryIO
 
@@ -102,7 +103,7 @@ def open_capture(source: Source) -> Iterator[tuple[SafeRead | Gunzip, CaptureFor
                 raise CaptureError(f"cannot open capture {os.fspath(source)!r}: {e}") from e
         else:
             f = source
-        raw_read = getattr(f, "read1", f.read)
+        raw_read = counted(getattr(f, "read1", f.read))
         head = _read_exactly(raw_read, 4)
         gzipped = head[:2] == GZIP_MAGIC
         read: Gunzip | SafeRead

@@ -10,8 +10,11 @@ import contextlib
 import os
 import shutil
 import sys
+import tempfile
 import time
 import traceback
+from dataclasses import replace
+from functools import partial
 
 from .args import Command, parse_command
 from .errors import FAILED, NO_KAFKA, OK, STDOUT_CLOSED, USAGE, UsageError, describe
@@ -38,7 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         for line in e.log_tail:
             sys.stderr.write(f"  {line}\n")
         return FAILED
-    progress = (ProgressPrinter(sys.stderr, spark_stages(spark), size) if command.progress else NoProgress()).start()
+    progress_dir = tempfile.mkdtemp(prefix="kafka-wire-progress-") if command.progress else None
+    progress: ProgressPrinter | NoProgress = NoProgress().start()
+    if progress_dir is not None:  # the tasks reading captures say there how far they are
+        from ..spark.task_progress import stage_progress  # noqa: PLC0415 - imports pyspark
+
+        command = replace(command, options={**command.options, "progressDir": progress_dir})
+        told = partial(stage_progress, progress_dir)
+        progress = ProgressPrinter(sys.stderr, spark_stages(spark), size, told=told).start()
     try:
         return _run(spark, command, files, progress)
     except KeyboardInterrupt:
@@ -58,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         progress.stop()
         spark.stop()
+        if progress_dir is not None:
+            shutil.rmtree(progress_dir, ignore_errors=True)
 
 
 def _run(spark, command: Command, files: list[str], progress) -> int:

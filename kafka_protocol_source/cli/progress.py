@@ -1,11 +1,14 @@
 """Our own progress line on stderr while Spark reads captures: files, bytes, rows, rate, ETA.
 
-Spark tells how many tasks of a stage are done (``SparkContext.statusTracker``) and, per
-finished task, how many rows it read; the file listing tells the input's size. A stage with as
-many tasks as the read has partitions is taken to be reading the captures, and its share of
-finished tasks to be its share of the bytes (partitions are files, or equal slices of one).
-The line appears only after a second (short reads print nothing), is redrawn twice a second in
-place, and is wiped when the command writes its results.
+Spark tells how many tasks of a stage are done (``SparkContext.statusTracker``); the file
+listing tells the input's size. The tasks reading captures say themselves how many bytes they
+have read and how many rows (exchanges, records) they gave, finished or not
+(``spark.task_progress``, through the ``progressDir`` folder): a stage with such counts is a read
+of the captures, and its line says how far it is. Without them, a stage with as many tasks as the
+read has partitions is taken to be reading the captures, and its share of finished tasks to be its
+share of the bytes (partitions are files, or equal slices of one), with the rows Spark counted for
+the finished tasks. The line appears only after a second (short reads print nothing), is redrawn
+twice a second in place, and is wiped when the command writes its results.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (importing the spark package imports pyspark)
+    from ..spark.task_progress import StageRead
 
 SHOW_AFTER_S = 1.0
 REDRAW_EVERY_S = 0.5
@@ -36,20 +43,31 @@ class InputSize:
     partitions: int  # tasks a scan of the captures has
 
 
-def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float) -> str:
-    """One line for the busiest active stage, ``elapsed_s`` after it started: the time taken until
-    a task has finished, then the rate and the time left."""
+def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float, told: StageRead | None = None) -> str:
+    """One line for the busiest active stage, ``elapsed_s`` after it started; ``told``: what its
+    tasks said of their reading. The time taken until some bytes are known read, then the rate
+    and the time left."""
     done = f"{stage.completed}/{stage.tasks} tasks"
-    rows = f", {stage.rows:,} rows" if stage.rows else ""
-    if stage.tasks != size.partitions or not size.bytes:
-        return f"stage {stage.stage_id}: {done}{rows}, {_duration(elapsed_s)} elapsed"
     files = f"{size.files} file{'' if size.files == 1 else 's'}"
-    read = size.bytes * stage.completed / stage.tasks
-    line = f"reading {files}: ~{_bytes(read)} of {_bytes(size.bytes)}{rows}, {done}"
-    if not stage.completed or elapsed_s <= 0:
+    if told is not None and size.bytes:
+        # (a read of topic names reads some files twice: the bytes count up to the input's size)
+        read: float = min(told.bytes, size.bytes)
+        estimate = ""
+        rows = f", {told.rows:,} {_ROWS_OF.get(told.view, 'rows')}"
+    elif stage.tasks == size.partitions and size.bytes:
+        read, estimate = size.bytes * stage.completed / stage.tasks, "~"
+        rows = f", {stage.rows:,} rows" if stage.rows else ""
+    else:
+        rows = f", {stage.rows:,} rows" if stage.rows else ""
+        return f"stage {stage.stage_id}: {done}{rows}, {_duration(elapsed_s)} elapsed"
+    line = f"reading {files}: {estimate}{_bytes(read)} of {_bytes(size.bytes)}{rows}, {done}"
+    if not read or elapsed_s <= 0:
         return f"{line}, {_duration(elapsed_s)} elapsed"
     rate = read / elapsed_s
     return f"{line}, {_bytes(rate)}/s, ETA {_duration((size.bytes - read) / rate)}"
+
+
+_ROWS_OF = {"exchanges": "exchanges", "records": "records", "connections": "connections"}
 
 
 def _bytes(n: float) -> str:
@@ -91,8 +109,10 @@ def spark_stages(spark):
 class ProgressPrinter:
     """Redraws ``progress_line`` on ``stream`` from a thread until ``stop``."""
 
-    def __init__(self, stream, active_stages, size: InputSize, clock=time.monotonic):
+    def __init__(self, stream, active_stages, size: InputSize, clock=time.monotonic, told=None):
+        """``told(stage_id)``: what the stage's tasks said of their reading, or None."""
         self.stream, self.active_stages, self.size, self.clock = stream, active_stages, size, clock
+        self.told = told or _nothing_told
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._paused = 0
@@ -144,7 +164,8 @@ class ProgressPrinter:
             if now - started < SHOW_AFTER_S:
                 return
             width = shutil.get_terminal_size().columns - 1
-            self.stream.write(_CLEAR + progress_line(stage, self.size, now - started)[:width])
+            line = progress_line(stage, self.size, now - started, self.told(stage.stage_id))
+            self.stream.write(_CLEAR + line[:width])
             self.stream.flush()
             self._shown = True
 
@@ -153,6 +174,10 @@ class ProgressPrinter:
             self.stream.write(_CLEAR)
             self.stream.flush()
             self._shown = False
+
+
+def _nothing_told(_stage_id: int) -> None:
+    return None
 
 
 class NoProgress:

@@ -55,6 +55,8 @@ OPTION_DOC = {
     "given up (default 300)",
     "quietTimeout": "streaming: seconds without a new packet in the folder after which the exchanges "
     "still open are emitted (default 60)",
+    "progressDir": "a folder where each task reading captures writes how far it has read, twice a "
+    "second (the CLI's progress line reads it)",
 }
 
 
@@ -101,6 +103,7 @@ class ReadOptions:
     stitch: bool = True
     stitch_tolerance_ns: int = 60 * 10**9
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    progress_dir: str | None = None
 
     @classmethod
     def parse(cls, options) -> ReadOptions:
@@ -159,6 +162,7 @@ class ReadOptions:
             stitch=_bool(opts, "stitch", True),
             stitch_tolerance_ns=int(_seconds(opts, "stitchtolerance", 60.0) * 1e9),
             max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=0),
+            progress_dir=opts.get("progressdir") or None,
         )
 
 

@@ -34,6 +34,7 @@ from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
 from .options import ReadOptions
 from .stream_copies import moved_to
+from .task_progress import task_progress
 from .view_readers import DERIVED_VIEWS, apis_needed, derived_rows, shared_apis, view_row_apis
 
 BATCH_ROWS = 2048
@@ -131,7 +132,7 @@ class PartitionReader:
                 corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
                 naming = IdNaming() if TOPIC_NAMES in self.schema.fieldNames() else None
                 batch = ExchangeBatch(builder, encoders, response_error_codes(registry), corrupt, naming)
-                for ex in self._rows(partition, naming):
+                for ex in self._counted(self._rows(partition, naming)):
                     batch.add(ex)
                     if len(batch) >= BATCH_ROWS:
                         yield batch.build()
@@ -139,13 +140,18 @@ class PartitionReader:
                     yield batch.build()
                 return
             rows = []
-            for row in self._rows(partition):
+            for row in self._counted(self._rows(partition)):
                 rows.append(row)
                 if len(rows) >= BATCH_ROWS:
                     yield builder.build(rows)
                     rows = []
             if rows:
                 yield builder.build(rows)
+
+    def _counted(self, rows):
+        """``rows``, told to the ``progressDir`` folder as they go, when there is one."""
+        o = self.options
+        return rows if o.progress_dir is None else task_progress(o.progress_dir, o.view, rows)
 
     def _rows(self, partition: CapturePartition, naming: IdNaming | None = None):
         """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges
