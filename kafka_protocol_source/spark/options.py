@@ -104,6 +104,13 @@ class ReadOptions:
     stitch_tolerance_ns: int = 60 * 10**9
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     progress_dir: str | None = None
+    # streaming only (checked for every read: a value that is wrong fails at load(), not at start())
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    min_file_age_ns: int = 0
+    max_file_age_ns: int = 7 * 86400 * 10**9
+    idle_timeout_ns: int = 300 * 10**9
+    quiet_timeout_ns: int = 60 * 10**9
 
     @classmethod
     def parse(cls, options) -> ReadOptions:
@@ -160,9 +167,15 @@ class ReadOptions:
             glob_filter=opts.get("pathglobfilter"),
             split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
             stitch=_bool(opts, "stitch", True),
-            stitch_tolerance_ns=int(_seconds(opts, "stitchtolerance", 60.0) * 1e9),
+            stitch_tolerance_ns=_ns(_seconds(opts, "stitchtolerance", 60.0)),
             max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=0),
             progress_dir=opts.get("progressdir") or None,
+            max_files_per_trigger=_int(opts, "maxfilespertrigger", 0, low=1) or None,
+            max_bytes_per_trigger=_int(opts, "maxbytespertrigger", 0, low=1) or None,
+            min_file_age_ns=_ns(_seconds(opts, "minfileage", 0.0)),
+            max_file_age_ns=_ns(_seconds(opts, "maxfileage", 7 * 86400.0)),
+            idle_timeout_ns=_ns(_seconds(opts, "idletimeout", 300.0)),
+            quiet_timeout_ns=_ns(_seconds(opts, "quiettimeout", 60.0)),
         )
 
 
@@ -222,6 +235,10 @@ def _seconds(opts: dict, key: str, default: float) -> float:
     if value < 0:
         raise OptionError(f"{_documented(key)} must not be negative, not {opts[key]!r}")
     return value
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
 
 
 def _int(opts: dict, key: str, default: int, low: int | None = None) -> int:

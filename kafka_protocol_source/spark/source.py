@@ -62,7 +62,7 @@ class KafkaWireDataSource(DataSource):
                 f"view={options.view} summarises whole captures and is read in batch only "
                 "(spark.read, not spark.readStream)"
             )
-        return KafkaWireStreamReader(options, schema, dict(self.options))
+        return KafkaWireStreamReader(options, schema)
 
 
 def default_schema(options: ReadOptions) -> StructType:

@@ -46,7 +46,7 @@ from pyspark.sql.types import StructType
 from ..capture.summary import CaptureSummary, sessions
 from .emit_rule import ORPHAN_WAIT_NS, EmitRule
 from .offset_entry import BY_TIME_FROM, FLUSHED, carry, file_entry, flushed, marks
-from .options import OptionError, ReadOptions
+from .options import ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
 from .stream_copies import copy_of_present, entry_identity, file_identity, newest, original_of, present, with_copies
 from .stream_folder import OTHER, WatchedFolder, other
@@ -71,22 +71,13 @@ QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open ro
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: ReadOptions, schema: StructType, raw_options: dict):
+    def __init__(self, options: ReadOptions, schema: StructType):
         self.options = options
         self.schema = schema
-        opts = {k.lower(): v for k, v in raw_options.items()}
-        try:
-            self.max_files = int(opts["maxfilespertrigger"]) if "maxfilespertrigger" in opts else None
-            self.max_bytes = int(opts["maxbytespertrigger"]) if "maxbytespertrigger" in opts else None
-            self.min_age_ns = int(float(opts.get("minfileage", "0")) * 1e9)
-            self.max_age_ns = int(float(opts.get("maxfileage", str(7 * 86400))) * 1e9)
-            self.idle_ns = int(float(opts.get("idletimeout", "300")) * 1e9)
-            self.quiet_ns = int(float(opts.get("quiettimeout", "60")) * 1e9)
-        except ValueError as e:
-            raise OptionError(
-                f"maxFilesPerTrigger and maxBytesPerTrigger must be integers, minFileAge, "
-                f"maxFileAge, idleTimeout and quietTimeout numbers of seconds: {e}"
-            ) from e
+        self.max_files = options.max_files_per_trigger
+        self.max_bytes = options.max_bytes_per_trigger
+        self.min_age_ns, self.max_age_ns = options.min_file_age_ns, options.max_file_age_ns
+        self.idle_ns, self.quiet_ns = options.idle_timeout_ns, options.quiet_timeout_ns
         self.folder = WatchedFolder(options, self.min_age_ns, self.max_age_ns)
         self._target: dict | None = None  # availableNow: nothing past what was there at the start
         # The files of the folder's sessions taken at once in several places, as last planned.

@@ -24,6 +24,13 @@ CASES = [
     ({"port": "9093"}, r"unknown option 'port': did you mean 'ports'\?"),
     ({"mdoe": "FAILFAST"}, r"unknown option 'mdoe': did you mean 'mode'\?"),
     ({"compression": "gzip"}, r"unknown option 'compression' \(known options: path, paths, view, api"),
+    # streaming options: a batch read with them, and a stream's load(), fail as the others do
+    ({"idleTimeout": "abc"}, r"idleTimeout must be a number of seconds, not 'abc'"),
+    ({"quietTimeout": "-3"}, r"quietTimeout must not be negative, not '-3'"),
+    ({"maxFilesPerTrigger": "zero"}, r"maxFilesPerTrigger must be an integer, not 'zero'"),
+    ({"maxFilesPerTrigger": "0"}, r"maxFilesPerTrigger must be at least 1, not 0"),
+    ({"maxBytesPerTrigger": "1.5"}, r"maxBytesPerTrigger must be an integer, not '1.5'"),
+    ({"minFileAge": "x"}, r"minFileAge must be a number of seconds, not 'x'"),
 ]
 
 
@@ -31,6 +38,13 @@ CASES = [
 def test_bad_options_fail_with_a_clear_message(spark, options, message):
     with pytest.raises(AnalysisException, match=message) as info:
         spark.read.format("kafka-wire").options(**options).load(str(TANSU_CONFLUENT))
+    assert "OptionError" in str(info.value)
+
+
+@pytest.mark.parametrize(("options", "message"), CASES[-6:], ids=[next(iter(o)) for o, _ in CASES[-6:]])
+def test_bad_streaming_options_fail_a_stream_at_load(spark, tmp_path, options, message):
+    with pytest.raises(AnalysisException, match=message) as info:
+        spark.readStream.format("kafka-wire").options(**options).load(str(tmp_path))
     assert "OptionError" in str(info.value)
 
 

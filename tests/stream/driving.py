@@ -27,7 +27,7 @@ def drive(reader, options, offset, rows):
 def stream_reader(folder, name, **extra):
     raw = {"path": str(folder), "ports": str(sample(name).broker_port), **extra}
     options = ReadOptions.parse(raw)
-    return KafkaWireStreamReader(options, default_schema(options), raw), options
+    return KafkaWireStreamReader(options, default_schema(options)), options
 
 
 def watching(folder, name, **extra):

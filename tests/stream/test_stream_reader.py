@@ -35,7 +35,7 @@ def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_p
     folder.mkdir()
     raw = {"path": str(folder), "ports": str(sample(name).broker_port)}
     options = ReadOptions.parse(raw)
-    reader = KafkaWireStreamReader(options, default_schema(options), raw)
+    reader = KafkaWireStreamReader(options, default_schema(options))
     reader.quiet_ns = 0  # quiet as soon as nothing new has landed
     offset, rows = reader.initialOffset(), []
     for f in files:
