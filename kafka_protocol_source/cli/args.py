@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import glob
 import os
 import sys
 from dataclasses import dataclass, field
@@ -225,7 +226,8 @@ def _check_writable(path: str) -> None:
 
 
 def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:
-    """Paths first, then queries: the first argument that is not a file and has a space starts the queries."""
+    """Paths first, then queries: the first argument that reads as a query starts them (see
+    ``_looks_like_query``); with none, the last argument is the query."""
     for i, arg in enumerate(args):
         if _looks_like_query(arg):
             paths, queries = args[:i], args[i:]
@@ -237,8 +239,28 @@ def split_paths_and_queries(args: list[str]) -> tuple[list[str], list[str]]:
             "sql needs one or more paths, then one or more queries: "
             'kafka-wire sql capture.pcap "SELECT api_name, count(*) FROM exchanges GROUP BY 1"'
         )
+    for query in queries:
+        if _is_path(query):
+            raise UsageError(f"{query!r} is a path after a query: give the paths first, then the queries")
     return paths, queries
 
 
+# The first words of the statements a query starts with (Spark SQL's, and a parenthesis).
+_STATEMENTS = frozenset(
+    "select with from values table show describe desc explain cache uncache clear refresh set reset "
+    "create drop alter insert use list analyze merge update delete truncate add (".split()
+)
+
+
 def _looks_like_query(arg: str) -> bool:
-    return any(c.isspace() for c in arg.strip()) and not os.path.exists(arg)
+    """A statement's first word (or a comment) that names no file: a path with a space in it, a
+    glob of such paths, or a path mistyped, is a path, and its error names it."""
+    if _is_path(arg):
+        return False
+    text = arg.strip()
+    words = text.replace("(", "( ").split()
+    return text.startswith(("--", "/*")) or (bool(words) and words[0].lower() in _STATEMENTS)
+
+
+def _is_path(arg: str) -> bool:
+    return os.path.exists(arg) or bool(glob.glob(arg))

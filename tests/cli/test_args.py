@@ -20,6 +20,27 @@ def test_a_single_query_without_spaces_is_still_the_last_argument():
     assert split_paths_and_queries(["a.pcap", "b.pcap", "q"]) == (["a.pcap", "b.pcap"], ["q"])
 
 
+def test_a_path_with_a_space_is_a_path_even_mistyped(tmp_path):
+    (tmp_path / "my caps").mkdir()
+    (tmp_path / "my caps" / "a.pcap").write_bytes(b"")
+    glob_, typo = str(tmp_path / "my caps" / "*.pcap"), str(tmp_path / "my capz")
+    assert split_paths_and_queries([glob_, typo, "select count(*) FROM exchanges"]) == (
+        [glob_, typo],
+        ["select count(*) FROM exchanges"],
+    )
+    assert split_paths_and_queries(["my capz", "(SELECT 1)", "-- x\nSHOW TABLES"]) == (
+        ["my capz"],
+        ["(SELECT 1)", "-- x\nSHOW TABLES"],
+    )
+
+
+def test_a_path_after_a_query_is_named(tmp_path):
+    capture = tmp_path / "late.pcap"
+    capture.write_bytes(b"")
+    with pytest.raises(UsageError, match=r"'.*late\.pcap' is a path after a query: give the paths first"):
+        split_paths_and_queries(["a.pcap", "SELECT 1", str(capture)])
+
+
 @pytest.mark.parametrize("args", [["SELECT 1"], ["only.pcap"]])
 def test_sql_needs_a_path_and_a_query(args):
     with pytest.raises(UsageError, match="sql needs one or more paths, then one or more queries"):
