@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..capture import CaptureError, TcpSegment, read_packets
+from ..framing.model import REQUEST_MISSING, UNANSWERED
 from ..report.queries import NOT_FINE
 from ..views.exchanges import BODY_COLUMNS
 
@@ -43,17 +44,23 @@ class Summary:
     last: object
     problem: str | None  # what a row that is not Kafka says, e.g. why the file did not read
     error_responses: int = 0  # of the not ok: answered with an error code (the rest travelled badly)
+    requests_missing: int = 0  # of the not ok: answers whose request the capture does not have
+    unanswered: int = 0  # of the not ok: requests without an answer in the capture
 
     def describe(self) -> str:
         text = f"{self.exchanges} exchanges on {self.connections} connections, {self.first} .. {self.last} UTC"
         if not self.not_ok:
             return text
         # A capture joined mid-session always has a few exchanges it cut: told apart from Kafka's errors.
-        travelled = self.not_ok - self.error_responses
-        return (
-            f"{text}; {self.not_ok} not ok: {self.error_responses} answered with an error code, "
-            f"{travelled} unanswered, cut by the capture or unreadable"
-        )
+        rest = self.not_ok - self.error_responses - self.requests_missing - self.unanswered
+        parts = [f"{self.error_responses} answered with an error code"]
+        if self.requests_missing:
+            parts.append(f"{self.requests_missing} answers whose request the capture does not have")
+        if self.unanswered:
+            parts.append(f"{self.unanswered} unanswered")
+        if rest:
+            parts.append(f"{rest} cut by the capture or unreadable")
+        return f"{text}; {self.not_ok} not ok: {', '.join(parts)}"
 
 
 def register_views(spark, paths: list[str], options: dict, bodies: bool = True) -> None:
@@ -88,6 +95,8 @@ def summarize(spark) -> Summary:
     row = spark.sql(f"""
         SELECT count(*) AS exchanges, count(api_key) AS kafka, count(DISTINCT connection_id) AS connections,
                count_if({NOT_FINE}) AS not_ok, count_if(outcome = 'error_response') AS error_responses,
+               count_if({NOT_FINE} AND outcome = '{REQUEST_MISSING}') AS requests_missing,
+               count_if({NOT_FINE} AND outcome = '{UNANSWERED}') AS unanswered,
                min(coalesce(request_time, response_time)) AS first, max(coalesce(response_time, request_time)) AS last,
                first(CASE WHEN api_key IS NULL THEN concat(status, ': ', coalesce(error, note, '')) END, true)
                    AS problem
