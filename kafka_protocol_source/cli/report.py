@@ -38,7 +38,7 @@ REPORT_QUERIES = {
         FROM exchanges GROUP BY 1 ORDER BY requests DESC, api""",
     "Requests per client id": """
         SELECT coalesce(client_id, '(none)') AS client_id, count(*) AS requests,
-               count(DISTINCT api_name) AS apis, count(DISTINCT client_address) AS connections_from,
+               count(DISTINCT api_name) AS apis, count(DISTINCT connection_id) AS connections,
                round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
                count_if("""
     + NOT_FINE

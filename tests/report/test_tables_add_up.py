@@ -40,3 +40,36 @@ def test_responses_of_no_known_api_are_counted_in_every_table(spark, tmp_path):
     html = compute_report(spark, exchanges, records).results
     assert sum(r["exchanges"] for r in html["per_api"]) == total
     assert sum(r["exchanges"] for r in html["per_client"]) == total
+
+
+def test_a_client_s_connections_are_counted_also_when_its_address_comes_again(spark, tmp_path):
+    """The same session captured again later, on the same 4-tuples: each client id has twice the
+    connections, from the same addresses (the review counted addresses: 3 for 1000 sessions)."""
+    from kafka_protocol_source.spark import register
+    from tests.cuts import Cut
+
+    register(spark)
+    s = sample("tansu_confluent_kafka_all_codecs")
+    segments = segments_of(s.path)
+    later = tuple(  # new initial sequence numbers: new connections, not copies of the first ones
+        seg._replace(
+            timestamp_ns=seg.timestamp_ns + 100 * 10**9,
+            seq=(seg.seq + 10**6) & 0xFFFFFFFF,
+            ack=(seg.ack + 10**6) & 0xFFFFFFFF,
+        )
+        for seg in segments
+    )
+    path = str(Cut(segments + later).write(tmp_path / "twice.pcap"))
+    exchanges = spark.read.format("kafka-wire").load(path)
+    exchanges.createOrReplaceTempView("exchanges")
+    try:
+        rows = spark.sql(REPORT_QUERIES["Requests per client id"].format(top=10)).collect()
+        expected = spark.sql(
+            "SELECT coalesce(client_id, '(none)') AS client_id, count(DISTINCT connection_id) AS n, "
+            "count(DISTINCT client_address) AS addresses FROM exchanges GROUP BY 1"
+        ).collect()
+    finally:
+        spark.catalog.dropTempView("exchanges")
+    want = {r["client_id"]: r["n"] for r in expected}
+    assert {r["client_id"]: r["connections"] for r in rows} == want
+    assert all(r["n"] == 2 * r["addresses"] for r in expected if r["client_id"] != "(none)")
