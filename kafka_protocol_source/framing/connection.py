@@ -20,7 +20,7 @@ import struct
 from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
-from .model import TLS, Exchange
+from .model import LEFT_AT_END, TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
     CONFIRMED,
@@ -53,7 +53,7 @@ _CUT_BY = {
     "reused": "the connection was replaced inside this frame",
 }
 _LEFT_BY = {
-    "end_of_capture": "no response before the end of the capture",
+    "end_of_capture": LEFT_AT_END,
     "reset": "no response before the connection was reset (RST)",
     "fin": "no response before the connection was closed (FIN)",
     "reused": "no response before the connection was replaced by a new one",

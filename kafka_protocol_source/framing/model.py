@@ -16,6 +16,7 @@ from ..capture.model import fast_constructor
 OK = "ok"  # request and response, both decoded
 NO_RESPONSE = "no_response"  # a request that expects none (Produce with acks=0)
 UNANSWERED = "unanswered"  # no response by the end of the capture
+LEFT_AT_END = "no response before the end of the capture"  # how an unanswered row's error begins there
 REQUEST_MISSING = "request_missing"  # a response whose request was not captured
 MALFORMED = "malformed"  # a frame that does not decode (see error, raw bytes kept)
 GAP = "gap"  # bytes missing from the capture, or skipped to resync

@@ -44,6 +44,7 @@ from .exchange_build import (
 from .held_answers import MAX_UNDECIDED, HeldAnswers, Undecided, answered_before, captured_before
 from .model import (
     GAP,
+    LEFT_AT_END,
     MALFORMED,
     NO_RESPONSE,
     OK,
@@ -486,7 +487,7 @@ class Pairer:
                 GAP, None, None, response_frame=frame, error=error, response_size=skip.length, response_span=span
             )
 
-    def finish(self, why: str = "no response before the end of the capture", at: int | None = None) -> list[Exchange]:
+    def finish(self, why: str = LEFT_AT_END, at: int | None = None) -> list[Exchange]:
         """Rows for all still pending: the connection closed at packet ``at`` (None: the input ended)."""
         self.at = at
         while self.undecided:

@@ -22,7 +22,16 @@ from ..framing.context import FILE_MASK, FILE_SHIFT
 from ..framing.model import REQUEST_MISSING
 
 ANSWERED_LATE = (
-    "answered after the idle timeout: an earlier micro-batch gave this request up and emitted it as unanswered"
+    "answered after an earlier micro-batch gave this request up (idleTimeout passed, or the folder was quiet "
+    "for quietTimeout) and emitted it as unanswered"
+)
+# What an unanswered row given up by a stream says, instead of the end of the capture it did not reach.
+GIVEN_UP_QUIET = (
+    "no response before the folder went quiet (no new packet for quietTimeout): given up; an answer "
+    "that comes later is another row, saying so"
+)
+GIVEN_UP_IDLE = (
+    "no response within idleTimeout of capture time: given up; an answer that comes later is another row, saying so"
 )
 REQUEST_CAME_LATE = (
     "its request was read only after its response had come out, in an earlier micro-batch, as request_missing"
@@ -59,6 +68,7 @@ class EmitRule:
     ended_ns: int | None = None
     end_ns: int | None = None
     flushed_from: dict = field(default_factory=dict)
+    given_up: str | None = None  # what an unanswered row given up says (None: the capture ended)
 
     def moved(self, to: dict) -> EmitRule:
         """This rule for the files of its paths that went elsewhere (``to``: old path -> new)."""

@@ -20,6 +20,7 @@ from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, Exchange
+from ..framing.model import LEFT_AT_END, UNANSWERED
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -330,7 +331,12 @@ def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
                 names.learn(ex)
             continue
         said = _SAID.get(verdict)
-        yield replace(ex, note="; ".join(filter(None, (ex.note, said)))) if said else ex
+        if said:
+            yield replace(ex, note="; ".join(filter(None, (ex.note, said))))
+        elif emit.given_up and ex.status == UNANSWERED and (ex.error or "").startswith(LEFT_AT_END):
+            yield replace(ex, error=emit.given_up + ex.error[len(LEFT_AT_END) :])  # (the capture goes on)
+        else:
+            yield ex
 
 
 _SAID = {LATE: ANSWERED_LATE, AFTER_ORPHAN: REQUEST_CAME_LATE}  # per verdict, what the row's note adds

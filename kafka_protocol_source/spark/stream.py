@@ -15,12 +15,13 @@ capture time before the session's new packets, and before its end at the micro-b
 and emits only the rows that complete in the new packets: a response arriving, a connection
 closing, bytes skipped. A request still unanswered when the new packets end is held (the next
 micro-batch re-reads it) until it has waited ``idleTimeout`` of the session's capture time, or
-the folder has had no new packet for ``quietTimeout`` of wall-clock time; then it is emitted
-once, as unanswered, and its answer, if one comes later, as the exchange again, saying so
-(``ANSWERED_LATE``), or, once the re-read no longer reaches back to the request, as a response
-whose request is missing. Staleness is each session's own: the offset keeps, per file, the time
-of the last packet consumed. So every exchange is emitted once, in the micro-batch where it
-completes, across restarts too. Where it completes is told by its content (``completed_at``: the
+the folder has had no new packet for ``quietTimeout`` of wall-clock time (from the first look
+that found nothing new); then it is emitted once, as unanswered (its error says which), and its
+answer, if one comes later, as the exchange again, saying so (``ANSWERED_LATE``), or, once the
+re-read no longer reaches back to the request, as a response whose request is missing.
+Staleness is each session's own: the offset keeps, per file, the time of the last packet
+consumed. So every exchange is emitted once, in the micro-batch where it completes, across
+restarts too. Where it completes is told by its content (``completed_at``: the
 packet whose bytes completed it), not by when a read got to it: a re-read that joins a
 connection mid-stream frames its bytes later than the read before did, and a response whose
 request lies before the re-read is paired by the read before. A file being written is read
@@ -44,7 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, sessions
-from .emit_rule import ORPHAN_WAIT_NS, EmitRule
+from .emit_rule import GIVEN_UP_IDLE, GIVEN_UP_QUIET, ORPHAN_WAIT_NS, EmitRule
 from .offset_entry import BY_TIME_FROM, FLUSHED, carry, file_entry, flushed, marks
 from .options import ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
@@ -82,6 +83,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._target: dict | None = None  # availableNow: nothing past what was there at the start
         # The files of the folder's sessions taken at once in several places, as last planned.
         self._beside_others: set[str] = set()
+        self._idle_since_ns: int | None = None  # the first look since the last that found new packets
 
     # -- offsets ----------------------------------------------------------------------
 
@@ -150,6 +152,10 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for path in self._beside_others & files.keys():  # from here on, its rows are read beside another writer's
             files[path].setdefault(BY_TIME_FROM, files[path]["packets"])
         end_ns = max([start["end_ns"]] + [s.last_ns or 0 for _, _, s, _ in grown])
+        if grown:
+            self._idle_since_ns = None
+        elif self._idle_since_ns is None:
+            self._idle_since_ns = time.time_ns()
         if not grown and start["end_ns"] != QUIET and files and self._quiet():
             end_ns = QUIET  # nothing new for a while: give up what is still open
             files = flushed(files)  # (remembered, for the responses a later micro-batch would decide by time)
@@ -309,6 +315,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 ended_ns=was_ns,
                 end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
                 flushed_from=marks(before, (s.path for s in files), FLUSHED),
+                given_up=self._given_up(end["end_ns"] == QUIET),
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
@@ -343,6 +350,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return None, None
         return since, None if now_ns is None else now_ns - self.idle_ns
 
+    def _given_up(self, quiet: bool) -> str | None:
+        """What the unanswered rows a micro-batch gives up say: a run of availableNow read the
+        capture to its end; a stream gives them up when the folder is quiet, or as they go stale."""
+        if quiet:
+            return None if self._target is not None else GIVEN_UP_QUIET
+        return GIVEN_UP_IDLE
+
     def read(self, partition):
         yield from PartitionReader(self.options, self.schema, self.options.apis).read(partition)
 
@@ -350,7 +364,14 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self.folder.captures(self._left_alone)
 
     def _quiet(self) -> bool:
-        return self._left_alone(self.folder.changed_ns, time.time_ns())
+        """Whether the folder has had no new packet for ``quietTimeout``. A stream counts from its
+        first look that found nothing new: the time its own micro-batches took is not time the
+        writers were seen quiet (a first micro-batch of 11 s gave up what was open at 5 s). A run
+        of availableNow counts from the files' modification times."""
+        since = self.folder.changed_ns
+        if self._target is None:
+            since = max(since, self._idle_since_ns if self._idle_since_ns is not None else time.time_ns())
+        return self._left_alone(since, time.time_ns())
 
 
 def _not_writing(s: CaptureSummary) -> bool:

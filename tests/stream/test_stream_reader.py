@@ -13,11 +13,11 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 from kafka_protocol_source import read_capture
-from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE
+from kafka_protocol_source.spark.emit_rule import ANSWERED_LATE, GIVEN_UP_QUIET
 from kafka_protocol_source.spark.options import ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader
 from kafka_protocol_source.spark.source import default_schema
-from kafka_protocol_source.spark.stream import KafkaWireStreamReader
+from kafka_protocol_source.spark.stream import QUIET, KafkaWireStreamReader
 from tests.samples.catalog import sample
 
 from .driving import drive, finish, ok_rows_once, stream_reader, watching
@@ -52,6 +52,32 @@ def test_an_answer_after_the_folder_went_quiet_comes_as_the_exchange_again(tmp_p
     assert "JoinGroup" in {r.api_name for r in late}
     given_up = {(r.client_address, r.correlation_id) for r in rows if r.status == "unanswered"}
     assert {(r.client_address, r.correlation_id) for r in late} <= given_up
+    # the capture did not end there: the row says what gave it up
+    assert all(r.error.startswith(GIVEN_UP_QUIET) for r in rows if r.status == "unanswered")
+
+
+def test_a_micro_batch_longer_than_quiet_timeout_does_not_make_the_folder_quiet(tmp_path, monkeypatch):
+    """The streaming notebook's first micro-batch took 11 s with quietTimeout=5: the next look
+    found the folder quiet, and gave up the Fetch and JoinGroup in flight, whose answers came in
+    the next file (71 requests counted for 69). Quiet time is counted from the first look that
+    found nothing new."""
+    name = SAMPLES[0]
+    files, _ = rotated_pieces(tmp_path, name, "time", 6)
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    reader, _ = stream_reader(folder, name, quietTimeout="5")
+    shutil.copy(files[0], folder / files[0].name)
+    clock = [time.time_ns()]
+    monkeypatch.setattr(time, "time_ns", lambda: clock[0])
+    start = reader.initialOffset()
+    offset = reader.latestOffset(start, ReadAllAvailable())
+    assert offset != start
+    clock[0] += 11 * 10**9  # the micro-batch that read it
+    assert reader.latestOffset(offset, ReadAllAvailable()) == offset  # busy reading, not watching the folder
+    clock[0] += 4 * 10**9
+    assert reader.latestOffset(offset, ReadAllAvailable()) == offset
+    clock[0] += 1 * 10**9
+    assert reader.latestOffset(offset, ReadAllAvailable())["end_ns"] == QUIET  # 5 s seen quiet
 
 
 def test_a_file_that_grows_again_after_it_was_read_is_read_on_not_again_with_min_file_age(tmp_path):
