@@ -32,6 +32,7 @@ _PER_SIDE = [
         "bytes",
         "retransmissions",
         "conflicting_retransmissions",
+        "copies",
         "out_of_order",
         "gaps",
         "bytes_missing",

@@ -30,6 +30,10 @@ from .model import ConnectionKey, Direction, FlowEvent, StreamConflict, StreamGa
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 OUT_OF_ORDER_WITHOUT_RTT_NS = 3_000_000  # Wireshark's threshold when no handshake was seen
+# A packet repeated within this is a copy, not a resend: Linux resends no sooner than its minimum
+# RTO (200 ms) or a tail loss probe (10 ms), and an interface's copy comes microseconds after.
+COPY_WINDOW_NS = 1_000_000
+_RECENT = 8  # packets of a direction a copy is looked for among
 FAST_RETRANSMISSION_NS = 20_000_000  # a fast retransmission follows duplicate ACKs within 20 ms
 ACKED_UNSEEN = -1
 # A closed connection's stats wait this much capture time for late segments (retransmitted FINs,
@@ -50,6 +54,9 @@ class DirectionStats:
     out_of_order: int
     gaps: int  # holes reassembly had to give up on (never captured, cut by snaplen, overflow)
     bytes_missing: int
+    # of the retransmissions, those that repeat a packet captured less than COPY_WINDOW_NS before,
+    # byte for byte: the packet seen again on another interface (-i any, a pod's and its node's)
+    copies: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,13 @@ class ConnectionStats:
         return self.a_to_b if (d.src_ip, d.src_port) == (ip, port) else self.b_to_a
 
 
+def _copy(seg: TcpSegment, recent: Iterable[TcpSegment]) -> bool:
+    """Whether ``seg`` repeats one of ``recent`` captured less than COPY_WINDOW_NS before it."""
+    same = (seg.seq, seg.ack, seg.flags, seg.missing, seg.payload)
+    near = (r for r in recent if 0 <= seg.timestamp_ns - r.timestamp_ns < COPY_WINDOW_NS)
+    return any((r.seq, r.ack, r.flags, r.missing, r.payload) == same for r in near)
+
+
 def _before(a: int, b: int) -> bool:
     """Sequence number a comes before b (32-bit serial arithmetic)."""
     return ((a - b) & _MASK) >= _HALF
@@ -92,6 +106,7 @@ class _Side:
     __slots__ = (
         "bytes_missing",
         "conflicts",
+        "copies",
         "direction",
         "dupacks",
         "gaps",
@@ -103,13 +118,15 @@ class _Side:
         "out_of_order",
         "packets",
         "payload_bytes",
+        "recent",
         "retransmissions",
     )
 
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
         self.packets = self.payload_bytes = self.retransmissions = self.out_of_order = 0
-        self.gaps = self.bytes_missing = self.conflicts = 0
+        self.gaps = self.bytes_missing = self.conflicts = self.copies = 0
+        self.recent: deque[TcpSegment] = deque(maxlen=_RECENT)  # the last packets, to find copies
         self.nextseq: int | None = None  # one past the highest sequence number sent
         self.nextseq_ns = 0
         self.max_to_be_acked: int | None = None  # the end of the contiguous data seen (maxseqtobeacked)
@@ -129,6 +146,7 @@ class _Side:
             self.out_of_order,
             self.gaps,
             self.bytes_missing,
+            self.copies,
         )
 
 
@@ -182,7 +200,11 @@ class _Tracker:
             elif seg.ack != fwd.lastack:
                 fwd.dupacks = 0
             self._acked_unseen(rev, seg.ack)
+        resent = fwd.retransmissions
         self._classify(fwd, rev, seg.seq, seglen, flags, ns)
+        if fwd.retransmissions > resent and _copy(seg, fwd.recent):
+            fwd.copies += 1
+        fwd.recent.append(seg)
         if flags & ACK:
             fwd.lastack, fwd.lastack_ns = seg.ack, ns
 

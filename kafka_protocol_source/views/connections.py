@@ -1,9 +1,9 @@
 """The connections view: one row per TCP connection, its TCP facts beside its Kafka facts.
 
-TCP facts (packets, payload bytes, retransmissions and those that differed from the bytes
-read, reordering, gaps, handshake RTT, how it ended) come from ``tcp.stats`` over the
-capture's segments; Kafka facts (client ids, exchanges, what went wrong) from the exchanges
-read on the same connection. Both number connections as
+TCP facts (packets, payload bytes, retransmissions, those that differed from the bytes read
+and those that were a copy, reordering, gaps, handshake RTT, how it ended) come from
+``tcp.stats`` over the capture's segments; Kafka facts (client ids, exchanges, what went wrong)
+from the exchanges read on the same connection. Both number connections as
 ``reassemble`` does, so they join on the endpoints and the instance number that ends a
 ``connection_id`` (``client->broker#instance``). A connection with no exchanges is not Kafka
 (``kafka`` false); its client is the side that sent the SYN, else the side not on a broker port.
@@ -48,6 +48,8 @@ CONNECTION_COLUMNS = (
     "broker_retransmissions",
     "client_conflicting_retransmissions",
     "broker_conflicting_retransmissions",
+    "client_copies",
+    "broker_copies",
     "client_out_of_order",
     "broker_out_of_order",
     "client_gaps",
@@ -70,6 +72,7 @@ _PER_SIDE = (
     ("bytes", "payload_bytes"),
     ("retransmissions", "retransmissions"),
     ("conflicting_retransmissions", "conflicting_retransmissions"),
+    ("copies", "copies"),
     ("out_of_order", "out_of_order"),
     ("gaps", "gaps"),
     ("bytes_missing", "bytes_missing"),

@@ -195,3 +195,35 @@ def test_the_crafted_capture_agrees_with_tshark(tmp_path):
             broker.retransmissions,
         )
         assert row["broker_gaps"] == broker.lost_segments  # "previous segment not captured"
+
+
+def test_a_packet_seen_again_on_another_interface_is_a_copy_among_the_retransmissions(tmp_path):
+    """The same traffic on two interfaces (``-i any``): tshark counts every second copy as a
+    retransmission, and so do we; ``copies`` says which were the packet seen again, so that
+    ``retransmissions - copies`` ranks what the network resent. A packet sent again 200 ms later
+    is a retransmission and no copy."""
+    from tests.cuts import Cut, segments_of
+
+    s = sample("tansu_confluent_kafka_all_codecs")
+    segments = segments_of(s.path)
+    files = [str(Cut(segments).write(tmp_path / "eth0.pcap")), str(Cut(segments).write_cooked(tmp_path / "any.pcap"))]
+    twice = list(read_connections(files, ports=[s.broker_port]))
+    once = {r["connection_id"]: r for r in rows("tansu_confluent_kafka_all_codecs")}
+    assert sorted(r["connection_id"] for r in twice) == sorted(once)
+    for row in twice:
+        alone = once[row["connection_id"]]
+        for side in ("client", "broker"):
+            assert row[f"{side}_packets"] == 2 * alone[f"{side}_packets"]
+            assert row[f"{side}_retransmissions"] - row[f"{side}_copies"] == alone[f"{side}_retransmissions"] == 0
+    assert sum(r["client_copies"] + r["broker_copies"] for r in twice) == 197  # the review's count
+    data = next(i for i, seg in enumerate(segments) if seg.payload)
+    resent = segments[data]._replace(timestamp_ns=segments[data].timestamp_ns + 200_000_000)
+    later = sorted([*segments, resent], key=lambda seg: seg.timestamp_ns)
+    (row,) = [
+        r
+        for r in read_connections(str(Cut(tuple(later)).write(tmp_path / "resent.pcap")), ports=[s.broker_port])
+        if r["client_address"].endswith(f":{segments[data].src_port}")
+        or r["broker_address"].endswith(f":{segments[data].src_port}")
+    ]
+    assert row["client_retransmissions"] + row["broker_retransmissions"] == 1
+    assert row["client_copies"] + row["broker_copies"] == 0
