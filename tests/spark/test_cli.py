@@ -145,7 +145,7 @@ def test_report_counts_error_responses_as_not_ok(commands):
     ]
     assert len(refused) == 4 and len(asked_for_id) == 1
     out = commands["report"].stdout
-    assert "not ok: 5 answered with an error code," in out  # those 4 Produces and that JoinGroup
+    assert "; 5 not ok: 5 answered with an error code\n" in out  # those 4 Produces and that JoinGroup
     per_api = out.split("== Requests per API ==")[1].split("==")[0]
     produce = next(line for line in per_api.splitlines() if line.startswith("Produce"))
     assert produce.split()[6] == "4" and "59 UNKNOWN_PRODUCER_ID" in produce  # not_ok, error codes
