@@ -4,14 +4,16 @@ Table output shows at most ``max_rows`` rows and then says how many it left out;
 write every row, streamed partition by partition. Values that CSV cannot hold as they are
 (arrays, structs, maps, VARIANT) become JSON text, as in the JSON output: binary as base64,
 timestamps as ISO 8601 in UTC (the command runs with TZ=UTC, so PySpark's naive datetimes are
-UTC). Parquet is written by Spark itself (VARIANT columns included).
+UTC). In CSV a null is an empty field and an empty value ``""``, as Spark's CSV writes them. A
+table shows binary as text where it is printable UTF-8 (keys, values, header values such as
+trace ids), else as ``0x`` and hex, inside arrays and structs too. Parquet is written by Spark
+itself (VARIANT columns included).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import csv
 import datetime
 import decimal
 import json
@@ -56,35 +58,40 @@ def destination_for(output: str | None, fmt: str | None) -> Destination:
 # -- values as text ---------------------------------------------------------------------
 
 
-def json_value(value):
-    """A Spark value as what ``json.dumps`` takes, losing nothing (binary as base64)."""
+def _base64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def json_value(value, binary=_base64):
+    """A Spark value as what ``json.dumps`` takes, losing nothing (``binary``: how bytes are
+    written, base64 unless a table shows them)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
+        return binary(bytes(value))
     if isinstance(value, (datetime.datetime, datetime.date)):
         return _iso(value)
     if isinstance(value, decimal.Decimal):
         return str(value)
     if hasattr(value, "asDict"):  # a struct
-        return {k: json_value(v) for k, v in value.asDict().items()}
+        return {k: json_value(v, binary) for k, v in value.asDict().items()}
     if isinstance(value, dict):
-        return {str(k): json_value(v) for k, v in value.items()}
+        return {str(k): json_value(v, binary) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [json_value(v) for v in value]
+        return [json_value(v, binary) for v in value]
     if hasattr(value, "toJson"):  # VARIANT
         return json.loads(value.toJson())
     return str(value)
 
 
-def csv_text(value) -> str:
+def csv_text(value, binary=_base64) -> str:
     if value is None:
         return ""
     if isinstance(value, (bool, int, float, str, decimal.Decimal)):
         return str(value)
     if isinstance(value, (datetime.datetime, datetime.date)):
         return _iso(value)
-    plain = json_value(value)
+    plain = json_value(value, binary)
     return plain if isinstance(plain, str) else json.dumps(plain, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -99,10 +106,8 @@ def table_text(value, width: int = MAX_CELL_WIDTH) -> str:
         text = "NULL"
     elif isinstance(value, datetime.datetime):
         text = str(value)
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        text = _bytes_text(bytes(value))
     else:
-        text = csv_text(value)
+        text = csv_text(value, _bytes_text)
     text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -162,13 +167,26 @@ def _is_number(value) -> bool:
 
 
 def write_csv(df, out) -> int:
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(df.columns)
+    out.write(csv_line(df.columns))
     n = 0
     for row in df.toLocalIterator(prefetchPartitions=True):
-        writer.writerow([csv_text(v) for v in row])
+        out.write(csv_line([None if v is None else csv_text(v) for v in row]))
         n += 1
     return n
+
+
+def csv_line(cells: list[str | None]) -> str:
+    """One CSV record: a null cell empty, an empty one ``""`` (``csv.writer`` writes both alike
+    before Python 3.12's QUOTE_NOTNULL); quoted where it holds a comma, quote or line break."""
+    return ",".join(_csv_cell(c) for c in cells) + "\n"
+
+
+def _csv_cell(cell: str | None) -> str:
+    if cell is None:
+        return ""
+    if not cell or any(ch in cell for ch in ',"\n\r'):
+        return '"' + cell.replace('"', '""') + '"'
+    return cell
 
 
 def write_json_lines(df, out) -> int:

@@ -67,6 +67,13 @@ def test_csv_writes_arrays_structs_and_variants_as_json_text():
     assert second == ["Metadata", "[]", "[]", "", "", "", "[]"]
 
 
+def test_csv_tells_a_null_from_an_empty_value():
+    out = io.StringIO()
+    write_csv(FakeFrame(["key", "value", "note"], [(None, b"", 'a "b", c'), (b"", None, "")]), out)
+    assert out.getvalue().splitlines() == ["key,value,note", ',"","a ""b"", c"', '"",,""']
+    assert list(csv.reader(io.StringIO(out.getvalue())))[1:] == [["", "", 'a "b", c'], ["", "", ""]]
+
+
 def test_json_lines_keep_types():
     out = io.StringIO()
     assert write_json_lines(FakeFrame(COLUMNS, ROWS), out) == 2
@@ -103,6 +110,12 @@ def test_table_cells_are_one_short_line():
     long = table_text("x" * 500)
     assert len(long) == 80 and long.endswith("…")
     assert table_text(WHEN) == "2026-11-22 00:34:43.712504"
+
+
+def test_a_table_shows_binary_inside_arrays_and_structs_as_it_shows_a_key():
+    headers = [Row(key="trace-id", value=b"trace/tansu-1"), Row(key="raw", value=b"\x00\x01")]
+    assert table_text(headers) == '[{"key":"trace-id","value":"trace/tansu-1"},{"key":"raw","value":"0x0001"}]'
+    assert csv_text(headers) == '[{"key":"trace-id","value":"dHJhY2UvdGFuc3UtMQ=="},{"key":"raw","value":"AAE="}]'
 
 
 def test_render_table_aligns_numbers_right():
