@@ -2,7 +2,8 @@
 
 Each entry names a peer, what it sends, and what real clients do with it, so that a
 ``malformed`` row that is a known quirk reads as one. Matching is by api key, version range,
-direction and the kind of deviation; it explains, it never changes a status.
+direction and the kind of deviation; it explains, it never changes a status (the exchanges view's
+``outcome`` calls a ``malformed`` row it explains ``peer_quirk``: it did what was asked).
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ class Quirk:
     note: str
 
 
+QUIRK = "known peer quirk: "  # how a note naming one begins
+
+
+def names_quirk(note: str | None) -> bool:
+    """Whether a row's note names a known peer quirk."""
+    return note is not None and QUIRK in note
+
+
 KNOWN = (
     Quirk(
         API_VERSIONS,
         range(3, 100),
         "response",
         "trailing_bytes",
-        "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
+        f"{QUIRK}librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
         "responses; clients ignore them",
     ),
     Quirk(
@@ -35,7 +44,7 @@ KNOWN = (
         range(13, 14),
         "response",
         "trailing_bytes",
-        "known peer quirk: librdkafka's mock cluster (rdkafka_mock) appends a byte after Metadata v13 "
+        f"{QUIRK}librdkafka's mock cluster (rdkafka_mock) appends a byte after Metadata v13 "
         "responses; clients ignore it",
     ),
     Quirk(
@@ -43,14 +52,14 @@ KNOWN = (
         range(0, 1),
         "request",
         "trailing_bytes",
-        "known peer quirk: librdkafka pads ApiVersions v0 requests with 4 zero bytes; brokers ignore them",
+        f"{QUIRK}librdkafka pads ApiVersions v0 requests with 4 zero bytes; brokers ignore them",
     ),
     Quirk(
         9,
         range(0, 8),
         "response",
         "null",
-        "known peer quirk: librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
+        f"{QUIRK}librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
         "which the spec does not allow; clients read it as empty",
     ),
 )

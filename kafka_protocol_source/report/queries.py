@@ -17,7 +17,7 @@ from ..spec.error_codes import ERROR_NAMES
 # expects no answer (Produce acks=0), or SASL tokens after SaslHandshake v0. The queries read the view's own
 # ``outcome`` column (an answer carrying a non-zero error code is ``error_response``), so the SQL listed in
 # the report runs as written over the exchanges view.
-FINE_OUTCOMES = ("ok", "no_response", "sasl")
+FINE_OUTCOMES = ("ok", "no_response", "sasl", "peer_quirk")
 NOT_FINE = f"outcome NOT IN {tuple(FINE_OUTCOMES)!r}"  # (the terminal report's test too)
 _NOT_FINE = f"CASE WHEN {NOT_FINE} THEN 1 ELSE 0 END"
 _EVENT_TIME = "coalesce(request_time, response_time)"

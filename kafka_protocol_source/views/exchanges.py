@@ -5,7 +5,8 @@ anywhere in the response (top level, per topic, per partition), so that "which r
 and why" is one query even for APIs that report errors per partition; ``error_names`` gives their
 Kafka names, and ``outcome`` says whether the exchange did what was asked: ``ok``, or
 ``error_response`` when the transport was fine (status ``ok``) but the broker answered with an
-error code, or else the status itself (``malformed``, ``unanswered``, ...).
+error code, ``peer_quirk`` for a ``malformed`` frame that a known peer's deviation explains (its
+body decoded, real clients accept it), or else the status itself (``malformed``, ``unanswered``, ...).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from operator import attrgetter
 
+from ..framing.model import MALFORMED
+from ..framing.quirks import names_quirk
 from ..spec.error_codes import error_name
 from .outcomes import ResponseErrorCodes, exchange_error_codes
 from .variant_spec import BodyEncoder, BodyEncoders
@@ -39,7 +42,7 @@ EXCHANGE_COLUMNS = (
     "request",
     "response",
 )
-OK, ERROR_RESPONSE = "ok", "error_response"
+OK, ERROR_RESPONSE, PEER_QUIRK = "ok", "error_response", "peer_quirk"
 BODY_COLUMNS = ("request", "response")
 SCALAR_COLUMNS = tuple(name for name in EXCHANGE_COLUMNS if name not in BODY_COLUMNS)
 scalar_values = attrgetter(*SCALAR_COLUMNS)  # an exchange's SCALAR_COLUMNS, as one tuple
@@ -63,7 +66,8 @@ def add_outcomes(columns: dict[str, list], codes: list[list[int] | None]) -> Non
     """Adds the columns that follow from each row's error codes and its ``status`` column."""
     columns["error_codes"] = codes
     columns["error_names"] = [[error_name(c) for c in found] if found is not None else None for found in codes]
-    columns["outcome"] = list(map(outcome, columns["status"], codes))
+    notes = columns.get("note") or [None] * len(codes)
+    columns["outcome"] = list(map(outcome, columns["status"], codes, notes))
 
 
 def corrupt_record(ex) -> bytes | None:
@@ -76,7 +80,12 @@ def exchange_row(ex, corrupt_column: str | None = None, response_codes: Response
     return {name: values[0] for name, values in exchange_columns([ex], corrupt_column, response_codes).items()}
 
 
-def outcome(status: str, codes: list[int] | None) -> str:
+def outcome(status: str, codes: list[int] | None, note: str | None = None) -> str:
+    """``error_response`` for an answer with an error code, ``peer_quirk`` for a frame that does
+    not match the spec in a way a known peer's does and real clients accept (its body decoded,
+    its note says which), else the status."""
+    if status == MALFORMED and names_quirk(note):
+        return ERROR_RESPONSE if codes else PEER_QUIRK
     if status == OK and codes:
         return ERROR_RESPONSE
     return status
