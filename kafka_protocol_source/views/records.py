@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from ..framing import FAILFAST_ERROR
+from ..framing.model import body_cut
 from ..spec.api_keys import FETCH, PRODUCE
 from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID as _ZERO_UUID
@@ -23,20 +24,26 @@ _HEADER_OVERHEAD = 300  # a header's dict, its key's str and its value's bytes (
 
 
 def record_rows(exchange, names: TopicNames):
-    """Yield one dict per record in the exchange (in the RECORDS_VIEW column order)."""
+    """Yield one dict per record in the exchange (in the RECORDS_VIEW column order); where the
+    capture cut the frame that held them, one row more that says so."""
     if exchange.api_key == PRODUCE and exchange.request:
         answers = _produce_answers(exchange.response, names)
+        where: tuple = (None, None, None)
         for topic in exchange.request.get("topic_data") or ():
             name, topic_id = _topic(topic, names, "name")
             for part in topic.get("partition_data") or ():
                 answer = answers.get((name or topic_id, part.get("index")))
+                where = (name, topic_id, part.get("index"))
                 yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"), answer)
+        if body_cut(exchange, "request"):
+            yield _cut_row(exchange, "produce", *where)
     elif exchange.api_key == FETCH and exchange.response:
         # A read_uncommitted consumer keeps every record: brokers list no aborted transactions for it
         # (Apache Kafka sends null, some brokers an empty list), so whether any was aborted is not said.
         # Without the request, an empty list is that, or a read_committed fetch with none aborted.
         request = exchange.request
         uncommitted = request is not None and request.get("isolation_level") == 0
+        where = (None, None, None)
         for topic in exchange.response.get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
@@ -44,9 +51,55 @@ def record_rows(exchange, names: TopicNames):
                 batches = part.get("records")
                 listed = None if uncommitted else part.get("aborted_transactions")
                 aborted = aborted_batches(batches or (), None if request is None and not listed else listed)
+                where = (name, topic_id, part.get("partition_index"))
                 yield from _batches(
                     exchange, "fetch", name, topic_id, part.get("partition_index"), batches, answer, aborted
                 )
+        if body_cut(exchange, "response"):
+            yield _cut_row(exchange, "fetch", *where)
+
+
+def _cut_row(exchange, direction: str, topic, topic_id, partition) -> dict:
+    """The row that says the capture cut the frame holding records (a small snaplen cuts nearly
+    all of them), after those read: at the partition the cut fell in, as far as the body tells."""
+    side = "request" if direction == "produce" else "response"
+    return {
+        **_exchange_columns(exchange, direction, topic, topic_id, partition),
+        **_UNREAD,
+        **dict.fromkeys(_BATCH_COLUMNS),
+        "crc_valid": None,
+        "offset_assigned": False,
+        "error_name": None,
+        "error": f"the capture cut this {side}: records from here on are not in it ({exchange.error})",
+    }
+
+
+def _exchange_columns(exchange, direction: str, topic, topic_id, partition) -> dict:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "direction": direction,
+        "client_id": exchange.client_id,
+        "client_address": exchange.client_address,
+        "broker_address": exchange.broker_address,
+        "request_time": exchange.request_time,
+        "response_time": exchange.response_time,
+        "api_version": exchange.api_version,
+        "topic_id": topic_id,
+        "capture_file": exchange.capture_file,
+        "connection_id": exchange.connection_id,
+    }
+
+
+_BATCH_COLUMNS = (
+    "compression",
+    "batch_offset",
+    "producer_id",
+    "is_transactional",
+    "is_control",
+    "is_aborted",
+    "timestampType",
+)
 
 
 def aborted_batches(batches: Sequence[dict], aborted_transactions: list[dict] | None) -> list[bool | None]:
@@ -149,27 +202,15 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             # the size limit. Consumers read none of it (they fetch it again), nor does a broker
             # append what a Produce request cut short; the body keeps it, marked truncated.
             continue
-        compression = batch["compression"]
         base = {
-            "topic": topic,
-            "partition": partition,
-            "direction": direction,
-            "client_id": exchange.client_id,
-            "client_address": exchange.client_address,
-            "broker_address": exchange.broker_address,
-            "request_time": exchange.request_time,
-            "response_time": exchange.response_time,
-            "api_version": exchange.api_version,
-            "compression": compression,
+            **_exchange_columns(exchange, direction, topic, topic_id, partition),
+            "compression": batch["compression"],
             "batch_offset": batch["base_offset"],
             "producer_id": batch["producer_id"],
             "is_transactional": batch["is_transactional"],
             "is_control": batch["is_control"],
             "is_aborted": aborted[n] if aborted is not None else None,
             "timestampType": _TIMESTAMP_TYPES.get(batch["timestamp_type"], -1),
-            "topic_id": topic_id,
-            "capture_file": exchange.capture_file,
-            "connection_id": exchange.connection_id,
         }
         batch_crc = batch["crc_valid"]
         for record in batch["records"]:

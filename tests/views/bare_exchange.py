@@ -18,4 +18,6 @@ def bare_exchange(api_key: int, api_version: int, request: dict | None, response
         response_time=None,
         capture_file="f.pcap",
         connection_id="x",
+        status="ok",
+        error=None,
     )

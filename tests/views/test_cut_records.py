@@ -1,0 +1,59 @@
+"""Records the capture cut off are a row of the records view that says so, never nothing.
+
+``tcpdump -s 200`` keeps the start of each frame: a Produce request's or a Fetch response's
+records are mostly past the cut. Before, the records view gave no row for them (0 rows where the
+whole capture gives 60), and nothing said why; only FAILFAST and the exchanges view's ``gap`` rows
+showed the cut (found by review, /tmp/rev12/REPORT.md). Now each frame cut before its records
+ended gives, after the records it holds, one row at the partition the cut fell in, with
+``error``, which PERMISSIVE keeps, DROPMALFORMED drops and FAILFAST fails on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from kafka_protocol_source import read_capture
+from kafka_protocol_source.framing.model import body_cut
+from kafka_protocol_source.spec.api_keys import FETCH, PRODUCE
+from kafka_protocol_source.views.records import by_read_mode, record_rows
+from kafka_protocol_source.views.topic_names import TopicNames
+from tests.samples.catalog import sample
+
+
+def _rows(path, port) -> tuple[list, list[dict]]:
+    exchanges = list(read_capture(path, ports=[port]))
+    names = TopicNames()
+    rows = []
+    for ex in exchanges:
+        names.learn(ex)
+        rows += record_rows(ex, names)
+    return exchanges, rows
+
+
+@pytest.mark.skipif(shutil.which("editcap") is None, reason="editcap (wireshark tools) not installed")
+def test_a_frame_the_snaplen_cut_gives_a_row_that_says_its_records_are_not_there(tmp_path):
+    s = sample("tansu_confluent_kafka_all_codecs")
+    cut = tmp_path / "s200.pcap"
+    subprocess.run(["editcap", "-F", "nsecpcap", "-s", "200", str(s.path), str(cut)], check=True)
+    exchanges, rows = _rows(cut, s.broker_port)
+    cut_frames = [
+        ex
+        for ex in exchanges
+        if (ex.api_key == PRODUCE and body_cut(ex, "request")) or (ex.api_key == FETCH and body_cut(ex, "response"))
+    ]
+    assert len(cut_frames) == 6  # 5 Produce requests and a Fetch response: every frame with records
+    assert sorted((r["connection_id"], r["direction"]) for r in rows) == sorted(
+        (ex.connection_id, "produce" if ex.api_key == PRODUCE else "fetch") for ex in cut_frames
+    )
+    for row in rows:
+        assert row["error"].startswith("the capture cut this ")
+        assert row["topic"] == "kw.confluent_kafka" and row["partition"] == 0
+        assert row["key"] is row["value"] is row["offset"] is row["batch_offset"] is None
+    _, whole = _rows(s.path, s.broker_port)
+    assert len(whole) == 60 and all(r["error"] is None for r in whole)  # what the cut left out
+    assert list(by_read_mode(iter(rows), "DROPMALFORMED")) == [r for r in rows if r["error"] is None]
+    with pytest.raises(RuntimeError, match="the capture cut this"):
+        list(by_read_mode(iter(rows), "FAILFAST"))
