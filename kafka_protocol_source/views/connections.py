@@ -166,6 +166,7 @@ class ConnectionsBuilder:
         self.response_codes = response_codes
         self.kafka: dict[tuple, _Kafka] = {}
         self.tcp: dict[tuple, tuple[ConnectionStats, str]] = {}
+        self.brokers: set[str] = set()  # where the exchanges found brokers (rows() gathers them)
 
     def add_exchange(self, ex: Exchange) -> None:
         if not ex.connection_id:
@@ -198,6 +199,7 @@ class ConnectionsBuilder:
         self.tcp[(pair, key.instance)] = (stats, capture_file)
 
     def rows(self) -> Iterator[dict]:
+        self.brokers = {kafka.broker for kafka in self.kafka.values() if kafka.broker}
         for join_key in sorted(self.tcp.keys() | self.kafka.keys(), key=self._order):
             yield self._row(self.tcp.get(join_key), self.kafka.get(join_key))
 
@@ -210,13 +212,18 @@ class ConnectionsBuilder:
 
     def _client_of(self, stats: ConnectionStats) -> str:
         """The client side of a connection no exchange oriented: the SYN's sender, else the side
-        not on a broker port, else the first endpoint."""
+        not on a broker port, else the side not at an address other connections' exchanges found
+        a broker at (a capture joined late sees some connections without a byte of payload), else
+        the first endpoint."""
         k = stats.key
         if stats.initiator is not None:
             return address(stats.initiator.src_ip, stats.initiator.src_port)
+        a, b = address(k.a_ip, k.a_port), address(k.b_ip, k.b_port)
         if k.a_port in self.ports and k.b_port not in self.ports:
-            return address(k.b_ip, k.b_port)
-        return address(k.a_ip, k.a_port)
+            return b
+        if a in self.brokers and b not in self.brokers:
+            return b
+        return a
 
     def _row(self, tcp: tuple[ConnectionStats, str] | None, kafka: _Kafka | None) -> dict:
         row = dict.fromkeys(CONNECTION_COLUMNS)

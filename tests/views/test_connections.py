@@ -227,3 +227,19 @@ def test_a_packet_seen_again_on_another_interface_is_a_copy_among_the_retransmis
     ]
     assert row["client_retransmissions"] + row["broker_retransmissions"] == 1
     assert row["client_copies"] + row["broker_copies"] == 0
+
+
+@pytest.mark.parametrize("ports", [(), None])
+def test_a_connection_without_payload_is_oriented_by_the_brokers_other_connections_found(ports, tmp_path):
+    """A capture joined late sees some connections only as ACKs and a FIN: no SYN, no Kafka byte
+    to say which side is the client. Without ``ports`` its row named the broker as the client
+    (127.0.0.1:33325->127.0.0.1:46820, found by review); the other connections' exchanges found
+    the broker at that address."""
+    from tests.cuts import late_start, segments_of
+
+    s = sample("tansu_confluent_kafka_all_codecs")
+    path = late_start(segments_of(s.path), 150).write(tmp_path / "late150.pcap")
+    got = list(read_connections(str(path), ports=ports if ports is not None else [s.broker_port]))
+    silent = [r for r in got if not r["kafka"]]
+    assert silent, "the cut leaves a connection without payload"
+    assert {r["broker_address"] for r in got} == {"127.0.0.1:33325"}
