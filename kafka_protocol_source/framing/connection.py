@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from bisect import bisect_right
 from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
@@ -24,12 +25,14 @@ from .model import LEFT_AT_END, TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
     CONFIRMED,
-    NO,
     StartCheck,
     awaited_response,
     chained_ids,
+    chained_requests,
     first_confirmed,
+    kafka_like,
     looks_like_tls,
+    read_request_header,
     request_cut_start,
     request_ids_at,
     request_start_check,
@@ -40,6 +43,7 @@ from .sniff import (
 from .splitter import DirectionFramer
 
 _SIZE = struct.Struct(">i")
+BIG_HOLE = 1 << 16  # a gap longer than this starts a side's look afresh (see _leave_hole)
 _HOLE = b"~"  # what stands for a byte the capture does not have while deciding (0x7e7e7e7e: 2 GB)
 BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
 # Responses in a row that make a side whose peer's bytes were not captured Kafka (one fewer when
@@ -58,6 +62,10 @@ _LEFT_BY = {
     "fin": "no response before the connection was closed (FIN)",
     "reused": "no response before the connection was replaced by a new one",
 }
+
+
+def _full(head: bytearray) -> bool:
+    return len(head) >= BACKLOG_LIMIT
 
 
 def reverse(d: Direction) -> Direction:
@@ -82,6 +90,7 @@ class Connection:
         self.scan_resume: dict[Direction, int] = {}
         self.chunk_ends: dict[Direction, set[int]] = {}  # positions in first_bytes where a packet's bytes end
         self.holes: dict[Direction, list[tuple[int, int]]] = {}  # [start, end) in first_bytes not captured
+        self.hole_ends: dict[Direction, list[int]] = {}  # their ends, in order (for bisect)
         self.evidence: dict[Direction, tuple] = {}  # per side, the last _request_evidence and what it was for
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
@@ -157,18 +166,28 @@ class Connection:
         """Keep the bytes after a gap at their place in the stream, so that frame sizes read before
         it still lead to the frames after it: a snaplen cuts most frames of a connection, and their
         sizes are all that says where the next begin. ``_HOLE`` stands for the missing bytes: text
-        to a client id the cut ran into, and a size no frame has (so no frame starts in a hole)."""
-        head = self.first_bytes.setdefault(ev.direction, bytearray())
+        to a client id the cut ran into, and a size no frame has (so no frame starts in a hole).
+        After a gap longer than ``BIG_HOLE`` the side is looked at afresh, as from a late start:
+        no frame size that small spans it, and its bytes would fill what is held."""
+        d = ev.direction
+        head = self.first_bytes.setdefault(d, bytearray())
+        if ev.length > BIG_HOLE:
+            self.first_bytes[d], self.holes[d], self.hole_ends[d] = bytearray(), [], []
+            self.chunk_ends.pop(d, None)
+            self.scan_resume.pop(d, None)
+            return
         length = min(ev.length, BACKLOG_LIMIT - len(head))
         if length <= 0:
             return
         if head and ev.reason != "snaplen_cut":  # the packet before a lost one ended here
-            self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
-        self.holes.setdefault(ev.direction, []).append((len(head), len(head) + length))
+            self.chunk_ends.setdefault(d, set()).add(len(head))
+        self.holes.setdefault(d, []).append((len(head), len(head) + length))
+        self.hole_ends.setdefault(d, []).append(len(head) + length)
         head += _HOLE * length
 
     def _decide(self, final: bool = False) -> list[Exchange]:
-        final = final or self.backlog_bytes > BACKLOG_LIMIT
+        # (holes count: a snaplen-cut side fills what is held with them, and is decided then)
+        final = final or self.backlog_bytes > BACKLOG_LIMIT or any(map(_full, self.first_bytes.values()))
         if self.client is None:
             self.client = self._client_by_ports()
         if self.port_matched:
@@ -187,7 +206,8 @@ class Connection:
             self.kafka = client is not None
         if self.kafka and not self.tls:
             self._start()
-        backlog, self.backlog, self.first_bytes, self.chunk_ends, self.holes = self.backlog, [], {}, {}, {}
+        backlog, self.backlog, self.first_bytes, self.chunk_ends = self.backlog, [], {}, {}
+        self.holes, self.hole_ends = {}, {}
         out: list[Exchange] = []
         if self.kafka:
             for ev in backlog:
@@ -232,7 +252,12 @@ class Connection:
             if looks_like_tls(self._captured(direction, 5)) and self.scan_resume.get(direction, 0) == 0:
                 continue  # encrypted and on an unknown port: nothing says it is Kafka
             found, resume = first_confirmed(
-                check, head, self.scan_resume.get(direction, 0), final, self._boundary_in(direction)
+                check,
+                head,
+                self.scan_resume.get(direction, 0),
+                final,
+                self._boundary_in(direction),
+                partial(self._past_hole, direction) if self.holes.get(direction) else None,
             )
             self.scan_resume[direction] = resume
             if found is not None:
@@ -241,8 +266,7 @@ class Connection:
             return self._client_by_responses() if final else None
         best = self.initiator or max(starts, key=lambda d: self._request_evidence(d, starts[d]))
         if self._runs_into_hole(best, starts[best]):
-            # a body the capture cut cannot say it reads: the other side must answer one of its ids
-            return best if self._request_evidence(best, starts[best])[0] else None
+            return best if self._answered_through_holes(best, starts[best]) else None
         if self.initiator is not None:
             return self.initiator  # the only side looked at: its request start decides, no evidence needed
         answered, distinct, frames = self._request_evidence(best, starts[best])
@@ -253,6 +277,22 @@ class Connection:
         if frames > 2 and distinct == 1:
             return None  # one id over and over: a broker's responses (ids read from their bodies)
         return best
+
+    def _answered_through_holes(self, direction: Direction, start: int) -> bool:
+        """For a request start whose body the capture cut (it cannot say it reads): whether the
+        requests from there are a Kafka client's and the other side answers them, two of their
+        ids, or the one of a request with a client id. Other protocols' first frames read as a
+        header with an empty client id and a correlation id of 0 more often than not (ZooKeeper's
+        ConnectRequest and its answer do)."""
+        requests = chained_requests(self.first_bytes[direction], start)
+        if not kafka_like(requests):
+            return False
+        answered = self._request_evidence(direction, start)[0]
+        if answered >= 2:
+            return True
+        check = partial(read_request_header, known=self.ctx.known, strict=True, max_frame_size=self.ctx.max_frame_size)
+        head = check(self.first_bytes[direction], start)
+        return answered == 1 and bool(head) and bool(head.client_id) and head.client_id.strip(_HOLE.decode()) != ""
 
     def _captured(self, direction: Direction, limit: int = BACKLOG_LIMIT) -> bytes:
         """The first ``limit`` bytes of one side that the capture has, the holes left out (b""
@@ -278,21 +318,32 @@ class Connection:
             return exact
 
         def check(buf, pos: int, final: bool, boundary) -> int:
-            if any(start <= pos < stop for start, stop in holes):
-                return NO
             if self._runs_into_hole(direction, pos):
                 return headers_only(buf, pos, final, boundary)
             return exact(buf, pos, final, boundary)
 
         return check
 
+    def _next_hole(self, direction: Direction, pos: int) -> tuple[int, int] | None:
+        """The first hole that ends after ``pos``."""
+        holes = self.holes.get(direction)
+        if not holes:
+            return None
+        i = bisect_right(self.hole_ends[direction], pos)
+        return holes[i] if i < len(holes) else None
+
+    def _past_hole(self, direction: Direction, pos: int) -> int:
+        """``pos``, or the end of the hole it is in."""
+        hole = self._next_hole(direction, pos)
+        return hole[1] if hole is not None and hole[0] <= pos else pos
+
     def _runs_into_hole(self, direction: Direction, pos: int) -> bool:
         """Whether the frame whose size is at ``pos`` has bytes in a hole."""
         head = self.first_bytes[direction]
         if len(head) - pos < 4:
             return False
-        end = pos + 4 + _SIZE.unpack_from(head, pos)[0]
-        return any(start < end and pos < stop for start, stop in self.holes.get(direction, ()))
+        hole = self._next_hole(direction, pos)
+        return hole is not None and hole[0] < pos + 4 + _SIZE.unpack_from(head, pos)[0]
 
     def _client_by_responses(self) -> Direction | None:
         """With one side's bytes only and no request in them: Kafka if they are a run of responses

@@ -18,6 +18,7 @@ A start check answers, for a position in a buffer, one of:
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from collections.abc import Callable, Collection
@@ -33,6 +34,7 @@ _CLIENT_ID_LENGTH = struct.Struct(">h")
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 
 NO, MAYBE, CONFIRMED = 0, 1, 2
+API_VERSIONS_KEY = 18
 MIN_REQUEST = 8  # api key, version, correlation id (header v0 has no client id)
 MIN_RESPONSE = 4  # correlation id
 # Headers of apis and versions beyond the bundled ones are still read (a newer Kafka, a vendor
@@ -292,16 +294,26 @@ def _chain(buf, pos: int, final: bool, boundary: Callable[[int], bool], first, f
 
 
 def first_confirmed(
-    check: StartCheck, buf, start: int, final: bool, boundary: Callable[[int], bool]
+    check: StartCheck,
+    buf,
+    start: int,
+    final: bool,
+    boundary: Callable[[int], bool],
+    past: Callable[[int], int] | None = None,
 ) -> tuple[int | None, int]:
     """The first position from ``start`` where ``check`` confirms a frame, and where to resume.
 
     Returns ``(position or None, resume)``: ``resume`` is the first position not yet ruled out
-    (a later call with more bytes can start there).
+    (a later call with more bytes can start there). ``past(p)``: the first position from p where
+    a frame may start (the caller's bytes that are not there are passed over at once).
     """
     pos, resume = start, None
     end = len(buf) - 4
     while pos <= end:
+        if past is not None:
+            pos = past(pos)
+            if pos > end:
+                break
         verdict = check(buf, pos, final, boundary)
         if verdict == CONFIRMED:
             return pos, pos if resume is None else resume
@@ -322,6 +334,32 @@ def chained_ids(buf, pos: int, size_at: Callable[[int], tuple[int, int] | None],
         ids.append(correlation_id)
         pos += 4 + size
     return ids
+
+
+def chained_requests(buf, pos: int, limit: int = 16) -> list[tuple[int, int, int]]:
+    """(api key, version, correlation id) of the request headers that chain from ``pos``."""
+    out: list[tuple[int, int, int]] = []
+    while len(out) < limit and len(buf) - pos >= 12:
+        size, api_key, version, correlation_id = _REQUEST_START.unpack_from(buf, pos)
+        if size < MIN_REQUEST:
+            break
+        out.append((api_key, version, correlation_id))
+        pos += 4 + size
+    return out
+
+
+def kafka_like(requests: list[tuple[int, int, int]]) -> bool:
+    """Whether a run of request headers is what a Kafka client sends: correlation ids counting up
+    by small steps, and each api at one version (a client picks it once per connection; but it
+    asks ApiVersions again at the version a broker that refused the first says). Bytes of another
+    protocol read as headers (ZooKeeper's: ``Produce`` at versions 1, 2, 3, the same correlation
+    id) are not."""
+    versions: dict[int, int] = {}
+    for api_key, version, _ in requests:
+        if api_key != API_VERSIONS_KEY and versions.setdefault(api_key, version) != version:
+            return False
+    ids = [correlation_id for _, _, correlation_id in requests]
+    return all(0 < b - a <= RESPONSE_STEP for a, b in itertools.pairwise(ids))
 
 
 def request_ids_at(buf, pos: int) -> tuple[int, int] | None:
