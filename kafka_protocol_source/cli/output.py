@@ -177,7 +177,10 @@ def write_csv(df, out) -> int:
 
 def csv_line(cells: list[str | None]) -> str:
     """One CSV record: a null cell empty, an empty one ``""`` (``csv.writer`` writes both alike
-    before Python 3.12's QUOTE_NOTNULL); quoted where it holds a comma, quote or line break."""
+    before Python 3.12's QUOTE_NOTNULL); quoted where it holds a comma, quote or line break. A
+    record of one null cell is ``""`` too: an empty line is no record to CSV readers."""
+    if len(cells) == 1 and cells[0] is None:
+        return '""\n'
     return ",".join(_csv_cell(c) for c in cells) + "\n"
 
 

@@ -53,7 +53,7 @@ class Summary:
             return text
         # A capture joined mid-session always has a few exchanges it cut: told apart from Kafka's errors.
         rest = self.not_ok - self.error_responses - self.requests_missing - self.unanswered
-        parts = [f"{self.error_responses} answered with an error code"]
+        parts = [f"{self.error_responses} answered with an error code"] if self.error_responses else []
         if self.requests_missing:
             parts.append(f"{self.requests_missing} answers whose request the capture does not have")
         if self.unanswered:

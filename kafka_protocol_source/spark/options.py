@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from dataclasses import dataclass
 
 from ..codec.decoder import decoder_for
@@ -19,6 +20,7 @@ from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 VIEWS = ("exchanges", "records", "connections", "groups", "lag")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
+MAX_SECONDS = 100 * 365 * 86400.0  # a century: longer times are typos, and overflow nanoseconds
 
 OPTION_DOC = {
     "path": "a file, directory or glob",
@@ -232,6 +234,8 @@ def _seconds(opts: dict, key: str, default: float) -> float:
         value = float(opts[key])
     except ValueError:
         raise OptionError(f"{_documented(key)} must be a number of seconds, not {opts[key]!r}") from None
+    if not math.isfinite(value) or value > MAX_SECONDS:
+        raise OptionError(f"{_documented(key)} must be a number of seconds up to {MAX_SECONDS:.0f}, not {opts[key]!r}")
     if value < 0:
         raise OptionError(f"{_documented(key)} must not be negative, not {opts[key]!r}")
     return value

@@ -31,6 +31,9 @@ CASES = [
     ({"maxFilesPerTrigger": "0"}, r"maxFilesPerTrigger must be at least 1, not 0"),
     ({"maxBytesPerTrigger": "1.5"}, r"maxBytesPerTrigger must be an integer, not '1.5'"),
     ({"minFileAge": "x"}, r"minFileAge must be a number of seconds, not 'x'"),
+    ({"idleTimeout": "inf"}, r"idleTimeout must be a number of seconds up to 3153600000, not 'inf'"),
+    ({"quietTimeout": "nan"}, r"quietTimeout must be a number of seconds up to 3153600000, not 'nan'"),
+    ({"stitchTolerance": "1e400"}, r"stitchTolerance must be a number of seconds up to"),
 ]
 
 
@@ -41,7 +44,7 @@ def test_bad_options_fail_with_a_clear_message(spark, options, message):
     assert "OptionError" in str(info.value)
 
 
-@pytest.mark.parametrize(("options", "message"), CASES[-6:], ids=[next(iter(o)) for o, _ in CASES[-6:]])
+@pytest.mark.parametrize(("options", "message"), CASES[-9:-3], ids=[next(iter(o)) for o, _ in CASES[-9:-3]])
 def test_bad_streaming_options_fail_a_stream_at_load(spark, tmp_path, options, message):
     with pytest.raises(AnalysisException, match=message) as info:
         spark.readStream.format("kafka-wire").options(**options).load(str(tmp_path))
