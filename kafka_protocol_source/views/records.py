@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from ..framing import FAILFAST_ERROR
-from ..framing.model import body_cut
+from ..framing.model import GAP
 from ..spec.api_keys import FETCH, PRODUCE
 from ..spec.error_codes import reported_error
 from .topic_names import ZERO_UUID as _ZERO_UUID
 from .topic_names import TopicNames
 
 _TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1}
+MIN_RECORD_BYTES = 26  # the smallest whole record: a v0 message without key or value
 _ROW_OVERHEAD = 1200  # a row's dict and its other columns (measured: about 1.2 kB)
 _HEADER_OVERHEAD = 300  # a header's dict, its key's str and its value's bytes (measured: about 270 B)
 
@@ -26,25 +27,25 @@ _HEADER_OVERHEAD = 300  # a header's dict, its key's str and its value's bytes (
 def record_rows(exchange, names: TopicNames):
     """Yield one dict per record in the exchange (in the RECORDS_VIEW column order); where the
     capture cut the frame that held them, one row more that says so."""
-    if exchange.api_key == PRODUCE and exchange.request:
+    if exchange.api_key == PRODUCE:
+        where: tuple = (None, None, None)  # (topic, topic id, partition) the cut fell in
         answers = _produce_answers(exchange.response, names)
-        where: tuple = (None, None, None)
-        for topic in exchange.request.get("topic_data") or ():
+        for topic in (exchange.request or {}).get("topic_data") or ():
             name, topic_id = _topic(topic, names, "name")
             for part in topic.get("partition_data") or ():
                 answer = answers.get((name or topic_id, part.get("index")))
                 where = (name, topic_id, part.get("index"))
                 yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"), answer)
-        if body_cut(exchange, "request"):
-            yield _cut_row(exchange, "produce", *where)
-    elif exchange.api_key == FETCH and exchange.response:
+        if (cut := _cut_off(exchange.status, exchange.request_size, exchange.raw_request)) >= MIN_RECORD_BYTES:
+            yield _cut_row(exchange, "produce", where, cut)
+    elif exchange.api_key == FETCH:
         # A read_uncommitted consumer keeps every record: brokers list no aborted transactions for it
         # (Apache Kafka sends null, some brokers an empty list), so whether any was aborted is not said.
         # Without the request, an empty list is that, or a read_committed fetch with none aborted.
         request = exchange.request
         uncommitted = request is not None and request.get("isolation_level") == 0
         where = (None, None, None)
-        for topic in exchange.response.get("responses") or ():
+        for topic in (exchange.response or {}).get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
@@ -55,22 +56,31 @@ def record_rows(exchange, names: TopicNames):
                 yield from _batches(
                     exchange, "fetch", name, topic_id, part.get("partition_index"), batches, answer, aborted
                 )
-        if body_cut(exchange, "response"):
-            yield _cut_row(exchange, "fetch", *where)
+        if (cut := _cut_off(exchange.status, exchange.response_size, exchange.raw_response)) >= MIN_RECORD_BYTES:
+            yield _cut_row(exchange, "fetch", where, cut)
 
 
-def _cut_row(exchange, direction: str, topic, topic_id, partition) -> dict:
+def _cut_off(status: str, size: int | None, raw: bytes | None) -> int:
+    """How many bytes of a frame the capture cut off (its ``raw`` bytes are those it has)."""
+    if status != GAP or size is None or raw is None:
+        return 0
+    return size - 4 - len(raw)
+
+
+def _cut_row(exchange, direction: str, where: tuple, cut: int) -> dict:
     """The row that says the capture cut the frame holding records (a small snaplen cuts nearly
-    all of them), after those read: at the partition the cut fell in, as far as the body tells."""
+    all of them), after those read: at the partition the cut fell in, as far as the body tells.
+    Only where the bytes cut off could hold a whole record (``MIN_RECORD_BYTES``)."""
     side = "request" if direction == "produce" else "response"
     return {
-        **_exchange_columns(exchange, direction, topic, topic_id, partition),
+        **_exchange_columns(exchange, direction, *where),
         **_UNREAD,
         **dict.fromkeys(_BATCH_COLUMNS),
         "crc_valid": None,
         "offset_assigned": False,
         "error_name": None,
-        "error": f"the capture cut this {side}: records from here on are not in it ({exchange.error})",
+        "error": f"the capture cut this {side}: its last {cut} bytes, which may hold records, are not in it "
+        f"({exchange.error})",
     }
 
 

@@ -193,7 +193,8 @@ def test_a_fetched_batch_cut_short_gives_no_records_as_the_consumer_reads_none(c
         request={"isolation_level": 0},
         response={"responses": [{"topic": "t", "partitions": [partition]}]},
         **dict.fromkeys(("client_id", "client_address", "broker_address", "request_time", "response_time")),
-        **dict.fromkeys(("api_version", "capture_file", "connection_id", "error")),
+        **dict.fromkeys(("api_version", "capture_file", "connection_id", "error", "request_size", "response_size")),
+        **dict.fromkeys(("raw_request", "raw_response")),
         status="ok",
     )
     rows = list(record_rows(fetch, TopicNames()))

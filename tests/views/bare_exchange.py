@@ -20,4 +20,8 @@ def bare_exchange(api_key: int, api_version: int, request: dict | None, response
         connection_id="x",
         status="ok",
         error=None,
+        request_size=None,
+        response_size=None,
+        raw_request=None,
+        raw_response=None,
     )
