@@ -30,8 +30,9 @@ from .model import ConnectionKey, Direction, FlowEvent, StreamConflict, StreamGa
 _MASK = 0xFFFFFFFF
 _HALF = 0x80000000
 OUT_OF_ORDER_WITHOUT_RTT_NS = 3_000_000  # Wireshark's threshold when no handshake was seen
-# A packet repeated within this is a copy, not a resend: Linux resends no sooner than its minimum
-# RTO (200 ms) or a tail loss probe (10 ms), and an interface's copy comes microseconds after.
+# A packet repeated within this, with nothing from the peer between, is a copy, not a resend: an
+# interface's copy comes microseconds after; a resend by timeout comes no sooner than Linux's
+# minimum RTO (200 ms) or a tail loss probe (10 ms), a fast one after the peer's duplicate ACKs.
 COPY_WINDOW_NS = 1_000_000
 _RECENT = 8  # packets of a direction a copy is looked for among
 FAST_RETRANSMISSION_NS = 20_000_000  # a fast retransmission follows duplicate ACKs within 20 ms
@@ -90,10 +91,12 @@ class ConnectionStats:
         return self.a_to_b if (d.src_ip, d.src_port) == (ip, port) else self.b_to_a
 
 
-def _copy(seg: TcpSegment, recent: Iterable[TcpSegment]) -> bool:
-    """Whether ``seg`` repeats one of ``recent`` captured less than COPY_WINDOW_NS before it."""
+def _copy(seg: TcpSegment, recent: Iterable[TcpSegment], peer_ns: int) -> bool:
+    """Whether ``seg`` repeats one of ``recent`` captured less than COPY_WINDOW_NS before it and
+    after the peer's last packet (``peer_ns``): a resend answers something of the peer's, a
+    fast retransmission its duplicate ACKs, an interface's copy nothing."""
     same = (seg.seq, seg.ack, seg.flags, seg.missing, seg.payload)
-    near = (r for r in recent if 0 <= seg.timestamp_ns - r.timestamp_ns < COPY_WINDOW_NS)
+    near = (r for r in recent if 0 <= seg.timestamp_ns - r.timestamp_ns < COPY_WINDOW_NS and r.timestamp_ns >= peer_ns)
     return any((r.seq, r.ack, r.flags, r.missing, r.payload) == same for r in near)
 
 
@@ -110,6 +113,7 @@ class _Side:
         "direction",
         "dupacks",
         "gaps",
+        "last_ns",
         "lastack",
         "lastack_ns",
         "max_to_be_acked",
@@ -127,6 +131,7 @@ class _Side:
         self.packets = self.payload_bytes = self.retransmissions = self.out_of_order = 0
         self.gaps = self.bytes_missing = self.conflicts = self.copies = 0
         self.recent: deque[TcpSegment] = deque(maxlen=_RECENT)  # the last packets, to find copies
+        self.last_ns = -1  # when this side's last packet was captured
         self.nextseq: int | None = None  # one past the highest sequence number sent
         self.nextseq_ns = 0
         self.max_to_be_acked: int | None = None  # the end of the contiguous data seen (maxseqtobeacked)
@@ -202,9 +207,10 @@ class _Tracker:
             self._acked_unseen(rev, seg.ack)
         resent = fwd.retransmissions
         self._classify(fwd, rev, seg.seq, seglen, flags, ns)
-        if fwd.retransmissions > resent and _copy(seg, fwd.recent):
+        if fwd.retransmissions > resent and _copy(seg, fwd.recent, rev.last_ns):
             fwd.copies += 1
         fwd.recent.append(seg)
+        fwd.last_ns = ns
         if flags & ACK:
             fwd.lastack, fwd.lastack_ns = seg.ack, ns
 

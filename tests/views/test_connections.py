@@ -243,3 +243,35 @@ def test_a_connection_without_payload_is_oriented_by_the_brokers_other_connectio
     silent = [r for r in got if not r["kafka"]]
     assert silent, "the cut leaves a connection without payload"
     assert {r["broker_address"] for r in got} == {"127.0.0.1:33325"}
+
+
+def test_a_fast_retransmission_on_a_fast_link_is_no_copy(tmp_path):
+    """The broker resends a segment 400 us after it, after the client's duplicate ACKs (a data
+    centre's RTT of 100 us): a retransmission the network made, not a copy (found by review)."""
+    import struct
+
+    client, broker = ("10.0.0.1", 50000), ("10.0.0.2", 9092)
+    packets, t = [], 1_700_000_000 * 10**9
+
+    def send(ns, src, dst, seq, ack, flags, payload=b""):
+        tcp = pb.tcp(src[1], dst[1], seq, ack, flags=flags, payload=payload)
+        packets.append((ns, pb.ether(pb.ipv4(src[0], dst[0], tcp))))
+
+    cs, bs = 1000, 5000
+    send(t, client, broker, cs, 0, pb.SYN)
+    send(t + 50_000, broker, client, bs, cs + 1, pb.SYN | pb.ACK)
+    send(t + 100_000, client, broker, cs + 1, bs + 1, pb.ACK)
+    cs, bs = cs + 1, bs + 1
+    request = struct.pack(">ihhi", 10, 18, 0, 1) + b"\x00\x00"  # ApiVersions v0
+    send(t + 200_000, client, broker, cs, bs, pb.ACK | pb.PSH, request)
+    cs += len(request)
+    data = [bytes([i]) * 1000 for i in range(6)]
+    for i, d in enumerate(data):
+        send(t + 300_000 + i * 10_000, broker, client, bs + i * 1000, cs, pb.ACK, d)
+    for j in range(4):  # the second segment was lost after the capture point: duplicate ACKs
+        send(t + 400_000 + j * 20_000, client, broker, cs, bs + 1000, pb.ACK)
+    send(t + 700_000, broker, client, bs + 1000, cs, pb.ACK, data[1])
+    path = tmp_path / "fast.pcap"
+    path.write_bytes(pb.pcap(packets, nanos=True))
+    (row,) = read_connections(str(path))
+    assert (row["broker_retransmissions"], row["broker_copies"]) == (1, 0)
