@@ -8,6 +8,7 @@ direction and the kind of deviation; it explains, it never changes a status (the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..spec.api_keys import API_VERSIONS, METADATA
@@ -25,9 +26,23 @@ class Quirk:
 QUIRK = "known peer quirk: "  # how a note naming one begins
 
 
-def names_quirk(note: str | None) -> bool:
-    """Whether a row's note names a known peer quirk."""
-    return note is not None and QUIRK in note
+# How exchange_build.deviation_error ends what it says of one side, and how it says each deviation.
+_DEVIATED = ": the frame does not match the spec (the body as decoded is kept)"
+_SIDE = re.compile(r"(?:\d+ bytes left after the (request|response) body|(request|response) .+)")
+
+
+def explained(error: str | None, note: str | None) -> bool:
+    """Whether everything a row's error says went wrong is a deviation of a side whose known peer
+    quirk its note names (a padded request beside a response with bytes nothing explains is not)."""
+    if not error or not note or QUIRK not in note or not error.endswith(_DEVIATED):
+        return False
+    sides = {quirk.side for quirk in KNOWN if quirk.note in note}
+    for said in error.split(_DEVIATED)[:-1]:
+        for part in said.removeprefix("; ").split("; "):
+            match = _SIDE.fullmatch(part)
+            if match is None or (match.group(1) or match.group(2)) not in sides:
+                return False
+    return True
 
 
 KNOWN = (

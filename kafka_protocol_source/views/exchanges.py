@@ -16,7 +16,7 @@ from functools import partial
 from operator import attrgetter
 
 from ..framing.model import MALFORMED
-from ..framing.quirks import names_quirk
+from ..framing.quirks import explained
 from ..spec.error_codes import error_name
 from .outcomes import ResponseErrorCodes, exchange_error_codes
 from .variant_spec import BodyEncoder, BodyEncoders
@@ -66,8 +66,10 @@ def add_outcomes(columns: dict[str, list], codes: list[list[int] | None]) -> Non
     """Adds the columns that follow from each row's error codes and its ``status`` column."""
     columns["error_codes"] = codes
     columns["error_names"] = [[error_name(c) for c in found] if found is not None else None for found in codes]
-    notes = columns.get("note") or [None] * len(codes)
-    columns["outcome"] = list(map(outcome, columns["status"], codes, notes))
+    nothing = [None] * len(codes)
+    columns["outcome"] = list(
+        map(outcome, columns["status"], codes, columns.get("note") or nothing, columns.get("error") or nothing)
+    )
 
 
 def corrupt_record(ex) -> bytes | None:
@@ -80,11 +82,11 @@ def exchange_row(ex, corrupt_column: str | None = None, response_codes: Response
     return {name: values[0] for name, values in exchange_columns([ex], corrupt_column, response_codes).items()}
 
 
-def outcome(status: str, codes: list[int] | None, note: str | None = None) -> str:
+def outcome(status: str, codes: list[int] | None, note: str | None = None, error: str | None = None) -> str:
     """``error_response`` for an answer with an error code, ``peer_quirk`` for a frame that does
     not match the spec in a way a known peer's does and real clients accept (its body decoded,
     its note says which), else the status."""
-    if status == MALFORMED and names_quirk(note):
+    if status == MALFORMED and explained(error, note):
         return ERROR_RESPONSE if codes else PEER_QUIRK
     if status == OK and codes:
         return ERROR_RESPONSE
