@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..capture.read_meter import bytes_read
 
 WRITE_EVERY_S = 0.5
-_CHECK_EVERY_ROWS = 64  # rows between looks at the clock
 
 
 @dataclass(frozen=True)
@@ -33,25 +32,36 @@ class StageRead:
     tasks: int  # tasks that have written progress
 
 
-def task_progress(directory: str, view: str, rows: Iterable, clock=time.monotonic) -> Iterator:
+def task_progress(directory: str, view: str, rows: Iterable, every_s: float = WRITE_EVERY_S) -> Iterator:
     """``rows``, passed through, while the task's progress file says how many and how many bytes
-    of captures it has read to give them."""
+    of captures it has read to give them: written by a thread every ``every_s``, so that a read
+    whose rows come late (a selective query, the connections view's at the end) shows its bytes
+    going by, and when the rows end."""
     from pyspark import TaskContext  # noqa: PLC0415 - only a task has one
 
     task = TaskContext.get()
     name = f"{task.stageId()}-{task.partitionId()}.json" if task is not None else f"driver-{os.getpid()}.json"
     path = os.path.join(directory, name)
-    start, count = bytes_read(), 0
-    due = clock() + WRITE_EVERY_S
+    start, count = bytes_read(), [0]
+    stop = threading.Event()
+
+    def write() -> None:
+        _write(path, bytes_read() - start, count[0], view)
+
+    def keep_writing() -> None:
+        while not stop.wait(every_s):
+            write()
+
+    writer = threading.Thread(target=keep_writing, name="kafka-wire-task-progress", daemon=True)
+    writer.start()
     try:
         for row in rows:
-            count += 1
-            if count % _CHECK_EVERY_ROWS == 0 and clock() >= due:
-                _write(path, bytes_read() - start, count, view)
-                due = clock() + WRITE_EVERY_S
+            count[0] += 1
             yield row
     finally:
-        _write(path, bytes_read() - start, count, view)
+        stop.set()
+        writer.join()
+        write()
 
 
 def _write(path: str, read: int, rows: int, view: str) -> None:
