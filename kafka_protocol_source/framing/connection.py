@@ -8,19 +8,19 @@ a confirmed request start (``sniff``: a header of a known api and version, confi
 follows it), and otherwise it is left out. Until both are decided, events wait in a bounded
 backlog. Frames then go to ``pairing.Pairer``.
 
-Bytes a gap left out (a small snaplen cuts nearly every frame) keep their place while deciding, so
-frame sizes still lead from packet to packet; a request start whose frame runs into such a hole
-counts only once the other side answers its correlation id.
+Bytes a gap left out (a small snaplen cuts nearly every frame) keep their place while deciding
+(``held_side``), so frame sizes still lead from packet to packet; a request start whose frame runs
+into such a hole counts only if the requests from it are a Kafka client's and the other side
+answers them (``_answered_through_holes``).
 """
 
 from __future__ import annotations
 
 import itertools
-import struct
-from bisect import bisect_right
 from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
+from .held_side import BACKLOG_LIMIT, HOLE, HeldSide
 from .model import LEFT_AT_END, TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
@@ -42,10 +42,6 @@ from .sniff import (
 )
 from .splitter import DirectionFramer
 
-_SIZE = struct.Struct(">i")
-BIG_HOLE = 1 << 16  # a gap longer than this starts a side's look afresh (see _leave_hole)
-_HOLE = b"~"  # what stands for a byte the capture does not have while deciding (0x7e7e7e7e: 2 GB)
-BACKLOG_LIMIT = 1 << 20  # bytes held while deciding whether a flow on an unknown port is Kafka
 # Responses in a row that make a side whose peer's bytes were not captured Kafka (one fewer when
 # its SYN/ACK says it is the server).
 MIN_RESPONSE_RUN = 3
@@ -64,8 +60,18 @@ _LEFT_BY = {
 }
 
 
-def _full(head: bytearray) -> bool:
-    return len(head) >= BACKLOG_LIMIT
+def _around_holes(side: HeldSide, exact: StartCheck, headers_only: StartCheck) -> StartCheck:
+    """``exact``, but ``headers_only`` for a frame with bytes in a hole: what stands for them does
+    not read as its body, and its header and the frames chaining from it are what can be checked."""
+    if not side.holes:
+        return exact
+
+    def check(buf, pos: int, final: bool, boundary) -> int:
+        if side.runs_into_hole(pos):
+            return headers_only(buf, pos, final, boundary)
+        return exact(buf, pos, final, boundary)
+
+    return check
 
 
 def reverse(d: Direction) -> Direction:
@@ -86,11 +92,8 @@ class Connection:
         self.bytes_seen: dict[Direction, int] = {}
         self.backlog: list = []
         self.backlog_bytes = 0
-        self.first_bytes: dict[Direction, bytearray] = {}
+        self.held: dict[Direction, HeldSide] = {}  # each side's first bytes, while deciding
         self.scan_resume: dict[Direction, int] = {}
-        self.chunk_ends: dict[Direction, set[int]] = {}  # positions in first_bytes where a packet's bytes end
-        self.holes: dict[Direction, list[tuple[int, int]]] = {}  # [start, end) in first_bytes not captured
-        self.hole_ends: dict[Direction, list[int]] = {}  # their ends, in order (for bisect)
         self.evidence: dict[Direction, tuple] = {}  # per side, the last _request_evidence and what it was for
         self.framers: dict[Direction, DirectionFramer] = {}
         self.pairer: Pairer | None = None
@@ -104,11 +107,7 @@ class Connection:
             self.first_ns, self.first_packet = ev.timestamp_ns, ev.packet_index
         if self.kafka is None:
             self._hold(ev, len(ev.data))
-            head = self.first_bytes.setdefault(ev.direction, bytearray())
-            if len(head) < BACKLOG_LIMIT:
-                if head:
-                    self.chunk_ends.setdefault(ev.direction, set()).add(len(head))
-                head += ev.data[: BACKLOG_LIMIT - len(head)]
+            self.held.setdefault(ev.direction, HeldSide()).add(ev.data)
             return self._decide()
         if self.kafka and not self.tls:
             return self._route(
@@ -163,35 +162,21 @@ class Connection:
         self.backlog_bytes += size
 
     def _leave_hole(self, ev: StreamGap) -> None:
-        """Keep the bytes after a gap at their place in the stream, so that frame sizes read before
-        it still lead to the frames after it: a snaplen cuts most frames of a connection, and their
-        sizes are all that says where the next begin. ``_HOLE`` stands for the missing bytes: text
-        to a client id the cut ran into, and a size no frame has (so no frame starts in a hole).
-        After a gap longer than ``BIG_HOLE`` the side is looked at afresh, as from a late start:
-        no frame size that small spans it, and its bytes would fill what is held."""
-        d = ev.direction
-        head = self.first_bytes.setdefault(d, bytearray())
-        if ev.length > BIG_HOLE:
-            self.first_bytes[d], self.holes[d], self.hole_ends[d] = bytearray(), [], []
-            self.chunk_ends.pop(d, None)
-            self.scan_resume.pop(d, None)
-            return
-        length = min(ev.length, BACKLOG_LIMIT - len(head))
-        if length <= 0:
-            return
-        if head and ev.reason != "snaplen_cut":  # the packet before a lost one ended here
-            self.chunk_ends.setdefault(d, set()).add(len(head))
-        self.holes.setdefault(d, []).append((len(head), len(head) + length))
-        self.hole_ends.setdefault(d, []).append(len(head) + length)
-        head += _HOLE * length
+        """The gap's place in the side's held bytes; after a long one, the side is looked at afresh."""
+        if not self.held.setdefault(ev.direction, HeldSide()).leave_hole(ev.length, ev.reason):
+            self.held[ev.direction] = HeldSide()
+            self.scan_resume.pop(ev.direction, None)
+
+    def _held(self, direction: Direction) -> HeldSide:
+        return self.held.get(direction) or HeldSide()
 
     def _decide(self, final: bool = False) -> list[Exchange]:
         # (holes count: a snaplen-cut side fills what is held with them, and is decided then)
-        final = final or self.backlog_bytes > BACKLOG_LIMIT or any(map(_full, self.first_bytes.values()))
+        final = final or self.backlog_bytes > BACKLOG_LIMIT or any(side.full for side in self.held.values())
         if self.client is None:
             self.client = self._client_by_ports()
         if self.port_matched:
-            head = self._captured(self._decided_client(), 5)
+            head = self._held(self._decided_client()).captured(5)
             if not head and not final:
                 return []  # TLS or not is told by the client's first bytes
             self.kafka = True
@@ -206,8 +191,7 @@ class Connection:
             self.kafka = client is not None
         if self.kafka and not self.tls:
             self._start()
-        backlog, self.backlog, self.first_bytes, self.chunk_ends = self.backlog, [], {}, {}
-        self.holes, self.hole_ends = {}, {}
+        backlog, self.backlog, self.held = self.backlog, [], {}
         out: list[Exchange] = []
         if self.kafka:
             for ev in backlog:
@@ -245,19 +229,18 @@ class Connection:
         )
         headers_only = request_start_check(ctx.known, ctx.max_frame_size)
         starts = {}
-        for direction, head in self.first_bytes.items():
-            check = self._around_holes(direction, exact, headers_only)
+        for direction, side in self.held.items():
             if self.initiator is not None and direction != self.initiator:
                 continue
-            if looks_like_tls(self._captured(direction, 5)) and self.scan_resume.get(direction, 0) == 0:
+            if looks_like_tls(side.captured(5)) and self.scan_resume.get(direction, 0) == 0:
                 continue  # encrypted and on an unknown port: nothing says it is Kafka
             found, resume = first_confirmed(
-                check,
-                head,
+                _around_holes(side, exact, headers_only),
+                side.data,
                 self.scan_resume.get(direction, 0),
                 final,
-                self._boundary_in(direction),
-                partial(self._past_hole, direction) if self.holes.get(direction) else None,
+                side.boundary,
+                side.past_hole if side.holes else None,
             )
             self.scan_resume[direction] = resume
             if found is not None:
@@ -265,7 +248,7 @@ class Connection:
         if not starts:
             return self._client_by_responses() if final else None
         best = self.initiator or max(starts, key=lambda d: self._request_evidence(d, starts[d]))
-        if self._runs_into_hole(best, starts[best]):
+        if self.held[best].runs_into_hole(starts[best]):
             return best if self._answered_through_holes(best, starts[best]) else None
         if self.initiator is not None:
             return self.initiator  # the only side looked at: its request start decides, no evidence needed
@@ -284,78 +267,28 @@ class Connection:
         ids, or the one of a request with a client id. Other protocols' first frames read as a
         header with an empty client id and a correlation id of 0 more often than not (ZooKeeper's
         ConnectRequest and its answer do)."""
-        requests = chained_requests(self.first_bytes[direction], start)
+        data = self.held[direction].data
+        requests = chained_requests(data, start)
         if not kafka_like(requests):
             return False
         answered = self._request_evidence(direction, start)[0]
         if answered >= 2:
             return True
         check = partial(read_request_header, known=self.ctx.known, strict=True, max_frame_size=self.ctx.max_frame_size)
-        head = check(self.first_bytes[direction], start)
-        return answered == 1 and bool(head) and bool(head.client_id) and head.client_id.strip(_HOLE.decode()) != ""
-
-    def _captured(self, direction: Direction, limit: int = BACKLOG_LIMIT) -> bytes:
-        """The first ``limit`` bytes of one side that the capture has, the holes left out (b""
-        when a gap said it sent some, but none were captured)."""
-        head = self.first_bytes.get(direction, b"")
-        holes = self.holes.get(direction)
-        if not holes:
-            return bytes(head[:limit])
-        at, kept = 0, bytearray()
-        for start, stop in [*holes, (len(head), len(head))]:
-            kept += head[at : min(start, at + limit - len(kept))]
-            if len(kept) >= limit:
-                break
-            at = stop
-        return bytes(kept)
-
-    def _around_holes(self, direction: Direction, exact: StartCheck, headers_only: StartCheck) -> StartCheck:
-        """``exact``, but ``headers_only`` for a frame with bytes in a hole: what stands for them
-        does not read as its body, and its header and the frames chaining from it are what can be
-        checked. No frame starts in a hole."""
-        holes = self.holes.get(direction)
-        if not holes:
-            return exact
-
-        def check(buf, pos: int, final: bool, boundary) -> int:
-            if self._runs_into_hole(direction, pos):
-                return headers_only(buf, pos, final, boundary)
-            return exact(buf, pos, final, boundary)
-
-        return check
-
-    def _next_hole(self, direction: Direction, pos: int) -> tuple[int, int] | None:
-        """The first hole that ends after ``pos``."""
-        holes = self.holes.get(direction)
-        if not holes:
-            return None
-        i = bisect_right(self.hole_ends[direction], pos)
-        return holes[i] if i < len(holes) else None
-
-    def _past_hole(self, direction: Direction, pos: int) -> int:
-        """``pos``, or the end of the hole it is in."""
-        hole = self._next_hole(direction, pos)
-        return hole[1] if hole is not None and hole[0] <= pos else pos
-
-    def _runs_into_hole(self, direction: Direction, pos: int) -> bool:
-        """Whether the frame whose size is at ``pos`` has bytes in a hole."""
-        head = self.first_bytes[direction]
-        if len(head) - pos < 4:
-            return False
-        hole = self._next_hole(direction, pos)
-        return hole is not None and hole[0] < pos + 4 + _SIZE.unpack_from(head, pos)[0]
+        head = check(data, start)
+        return answered == 1 and bool(head) and bool(head.client_id) and head.client_id.strip(HOLE.decode()) != ""
 
     def _client_by_responses(self) -> Direction | None:
         """With one side's bytes only and no request in them: Kafka if they are a run of responses
         (frames chaining to a packet boundary, ids counting up), whose receiver is the client."""
-        sides = [(direction, head) for direction, head in self.first_bytes.items() if self._captured(direction, 1)]
+        sides = [(direction, side) for direction, side in self.held.items() if side.captured(1)]
         if len(sides) != 1 or sides[0][0] == self.initiator:
             return None  # both sides spoke (and nothing asked), or the side that connected only answers
-        direction, head = sides[0]
-        boundary = self._boundary_in(direction)
+        direction, side = sides[0]
+        head = side.data
         responses = response_start_check(self.ctx.max_frame_size, lambda: ())
-        for start in sorted({0} | self.chunk_ends.get(direction, set()))[:64]:
-            if start < len(head) and responses(head, start, True, boundary) == CONFIRMED:
+        for start in sorted({0} | side.chunk_ends)[:64]:
+            if start < len(head) and responses(head, start, True, side.boundary) == CONFIRMED:
                 ids = chained_ids(head, start, lambda p: response_ids_at(head, p))
                 enough = MIN_RESPONSE_RUN - (self.initiator is not None)  # a SYN says which side serves
                 if len(ids) >= enough and all(0 < b - a <= 64 for a, b in itertools.pairwise(ids)):
@@ -365,29 +298,23 @@ class Connection:
     def _request_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
         """(ids the other side answers, distinct ids, frames) of the requests chained from ``start``;
         computed again only when either side has new bytes."""
-        other = self.first_bytes.get(reverse(direction), bytearray())
-        key = (start, len(self.first_bytes[direction]), len(other))
+        key = (start, len(self.held[direction].data), len(self._held(reverse(direction)).data))
         known = self.evidence.get(direction)
         if known is None or known[0] != key:
             known = self.evidence[direction] = (key, self._count_evidence(direction, start))
         return known[1]
 
     def _count_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
-        head = self.first_bytes[direction]
+        head = self.held[direction].data
         ids = chained_ids(head, start, lambda p: request_ids_at(head, p))
-        other = self.first_bytes.get(reverse(direction), bytearray())
+        peer = self._held(reverse(direction))
+        other = peer.data
         responses = response_start_check(self.ctx.max_frame_size, lambda: ids)
-        boundary = self._boundary_in(reverse(direction))
         answered = set()  # ids of responses that start where the other side's packets start
-        for start in sorted({0} | self.chunk_ends.get(reverse(direction), set())):
-            if start < len(other) and responses(other, start, True, boundary) == CONFIRMED:
+        for start in sorted({0} | peer.chunk_ends):
+            if start < len(other) and responses(other, start, True, peer.boundary) == CONFIRMED:
                 answered.update(chained_ids(other, start, lambda p: response_ids_at(other, p)))
         return len(answered & set(ids)), len(set(ids)), len(ids)
-
-    def _boundary_in(self, direction: Direction):
-        head = self.first_bytes.get(direction, bytearray())
-        ends = self.chunk_ends.get(direction, set())
-        return lambda p: p == len(head) or p in ends
 
     def _start(self) -> None:
         client = self._decided_client()
