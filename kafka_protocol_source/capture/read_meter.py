@@ -18,23 +18,12 @@ def bytes_read() -> int:
     return _read[0]
 
 
-def counted(read: Callable[[int], bytes]) -> Callable[[int], bytes]:
-    """``read(n)``, adding what it returns to the count."""
+def counted(read: Callable[..., bytes]) -> Callable[..., bytes]:
+    """``read(...)`` (``read(n)``, ``pread(n, offset)``), adding what it returns to the count."""
 
-    def read_counted(n: int) -> bytes:
-        data = read(n)
+    def read_counted(*args: int) -> bytes:
+        data = read(*args)
         _read[0] += len(data)
         return data
 
     return read_counted
-
-
-def counted_pread(pread: Callable[[int, int], bytes]) -> Callable[[int, int], bytes]:
-    """``pread(n, offset)``, adding what it returns to the count."""
-
-    def pread_counted(n: int, offset: int) -> bytes:
-        data = pread(n, offset)
-        _read[0] += len(data)
-        return data
-
-    return pread_counted

@@ -19,7 +19,7 @@ from functools import partial
 
 from .gzip_ranges import GunzipRanges
 from .model import CaptureError, CaptureFormat, CaptureIssue
-from .read_meter import counted_pread
+from .read_meter import counted
 from .source import GZIP_MAGIC, container_of
 
 _END = float("inf")  # where the last run ends in the selection: it takes whatever follows
@@ -116,7 +116,7 @@ def open_runs(path: str | os.PathLike, runs: RecordRuns) -> Iterator[tuple[Range
     except OSError as e:
         raise CaptureError(f"cannot open capture {os.fspath(path)!r}: {e}") from e
     try:
-        read = RangeRead(gunzip.pread if gunzip is not None else counted_pread(partial(os.pread, fd)), runs, gunzip)
+        read = RangeRead(gunzip.pread if gunzip is not None else counted(partial(os.pread, fd)), runs, gunzip)
         head = b""
         while len(head) < 4 and (more := read(4 - len(head))):
             head += more

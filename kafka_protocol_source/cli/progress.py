@@ -49,16 +49,15 @@ def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float, told:
     and the time left."""
     done = f"{stage.completed}/{stage.tasks} tasks"
     files = f"{size.files} file{'' if size.files == 1 else 's'}"
+    rows = f", {stage.rows:,} rows" if stage.rows else ""
     if told is not None and size.bytes:
         # (a read of topic names reads some files twice: the bytes count up to the input's size)
         read: float = min(told.bytes, size.bytes)
         estimate = ""
-        rows = f", {told.rows:,} {_ROWS_OF.get(told.view, 'rows')}"
+        rows = f", {told.rows:,} {told.view if told.view in _NAMED_ROWS else 'rows'}"
     elif stage.tasks == size.partitions and size.bytes:
         read, estimate = size.bytes * stage.completed / stage.tasks, "~"
-        rows = f", {stage.rows:,} rows" if stage.rows else ""
     else:
-        rows = f", {stage.rows:,} rows" if stage.rows else ""
         return f"stage {stage.stage_id}: {done}{rows}, {_duration(elapsed_s)} elapsed"
     line = f"reading {files}: {estimate}{_bytes(read)} of {_bytes(size.bytes)}{rows}, {done}"
     if not read or elapsed_s <= 0:
@@ -67,7 +66,7 @@ def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float, told:
     return f"{line}, {_bytes(rate)}/s, ETA {_duration((size.bytes - read) / rate)}"
 
 
-_ROWS_OF = {"exchanges": "exchanges", "records": "records", "connections": "connections"}
+_NAMED_ROWS = frozenset({"exchanges", "records", "connections"})  # views whose rows the line names
 
 
 def _bytes(n: float) -> str:

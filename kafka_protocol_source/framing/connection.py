@@ -274,8 +274,7 @@ class Connection:
         answered = self._request_evidence(direction, start)[0]
         if answered >= 2:
             return True
-        check = partial(read_request_header, known=self.ctx.known, strict=True, max_frame_size=self.ctx.max_frame_size)
-        head = check(data, start)
+        head = read_request_header(data, start, self.ctx.known, strict=True, max_frame_size=self.ctx.max_frame_size)
         return answered == 1 and bool(head) and bool(head.client_id) and head.client_id.strip(HOLE.decode()) != ""
 
     def _client_by_responses(self) -> Direction | None:

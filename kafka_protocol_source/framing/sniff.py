@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..capture.model import fast_constructor
+from ..spec.api_keys import API_VERSIONS
 
 _SIZE = struct.Struct(">i")
 _REQUEST_START = struct.Struct(">ihhi")  # size, api key, version, correlation id
@@ -34,7 +35,6 @@ _CLIENT_ID_LENGTH = struct.Struct(">h")
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 
 NO, MAYBE, CONFIRMED = 0, 1, 2
-API_VERSIONS_KEY = 18
 MIN_REQUEST = 8  # api key, version, correlation id (header v0 has no client id)
 MIN_RESPONSE = 4  # correlation id
 # Headers of apis and versions beyond the bundled ones are still read (a newer Kafka, a vendor
@@ -356,7 +356,7 @@ def kafka_like(requests: list[tuple[int, int, int]]) -> bool:
     id) are not."""
     versions: dict[int, int] = {}
     for api_key, version, _ in requests:
-        if api_key != API_VERSIONS_KEY and versions.setdefault(api_key, version) != version:
+        if api_key != API_VERSIONS and versions.setdefault(api_key, version) != version:
             return False
     ids = [correlation_id for _, _, correlation_id in requests]
     return all(0 < b - a <= RESPONSE_STEP for a, b in itertools.pairwise(ids))

@@ -21,6 +21,9 @@ VIEWS = ("exchanges", "records", "connections", "groups", "lag")
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
 MAX_SECONDS = 100 * 365 * 86400.0  # a century: longer times are typos, and overflow nanoseconds
+# streaming: seconds a file may be older than the newest, an open request waits in capture time,
+# and the folder stays unchanged before it is quiet
+DEFAULT_MAX_FILE_AGE_S, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_QUIET_TIMEOUT_S = 7 * 86400.0, 300.0, 60.0
 
 OPTION_DOC = {
     "path": "a file, directory or glob",
@@ -110,9 +113,9 @@ class ReadOptions:
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     min_file_age_ns: int = 0
-    max_file_age_ns: int = 7 * 86400 * 10**9
-    idle_timeout_ns: int = 300 * 10**9
-    quiet_timeout_ns: int = 60 * 10**9
+    max_file_age_ns: int = int(DEFAULT_MAX_FILE_AGE_S * 1e9)
+    idle_timeout_ns: int = int(DEFAULT_IDLE_TIMEOUT_S * 1e9)
+    quiet_timeout_ns: int = int(DEFAULT_QUIET_TIMEOUT_S * 1e9)
 
     @classmethod
     def parse(cls, options) -> ReadOptions:
@@ -175,9 +178,9 @@ class ReadOptions:
             max_files_per_trigger=_int(opts, "maxfilespertrigger", 0, low=1) or None,
             max_bytes_per_trigger=_int(opts, "maxbytespertrigger", 0, low=1) or None,
             min_file_age_ns=_ns(_seconds(opts, "minfileage", 0.0)),
-            max_file_age_ns=_ns(_seconds(opts, "maxfileage", 7 * 86400.0)),
-            idle_timeout_ns=_ns(_seconds(opts, "idletimeout", 300.0)),
-            quiet_timeout_ns=_ns(_seconds(opts, "quiettimeout", 60.0)),
+            max_file_age_ns=_ns(_seconds(opts, "maxfileage", DEFAULT_MAX_FILE_AGE_S)),
+            idle_timeout_ns=_ns(_seconds(opts, "idletimeout", DEFAULT_IDLE_TIMEOUT_S)),
+            quiet_timeout_ns=_ns(_seconds(opts, "quiettimeout", DEFAULT_QUIET_TIMEOUT_S)),
         )
 
 
