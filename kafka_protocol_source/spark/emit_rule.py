@@ -10,8 +10,9 @@ alone, ``ORPHAN_WAIT_NS`` after the response, so that every read decides it alik
 starts and whatever let the response go. Which rows are decided so is told per file, from the
 packet where it was first read beside another writer's (``by_time_from``): a row is decided
 one way in every micro-batch, even where the files of a session overlap in time only later.
-Owns that decision only: what the offsets and windows are comes from ``stream.py``; reading,
-from ``partition_reader.py``.
+Owns that decision, and what an emitted row then says of it (``EmitRule.own``: answered late,
+its request came late, given up by which timeout); what the offsets and windows are comes from
+``stream.py``; reading, from ``partition_reader.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..framing.context import FILE_MASK, FILE_SHIFT
-from ..framing.model import REQUEST_MISSING
+from ..framing.model import LEFT_AT_END, REQUEST_MISSING, UNANSWERED
 
 ANSWERED_LATE = (
     "answered after an earlier micro-batch gave this request up (idleTimeout passed, or the folder was quiet "
@@ -33,10 +34,21 @@ GIVEN_UP_QUIET = (
 GIVEN_UP_IDLE = (
     "no response within idleTimeout of capture time: given up; an answer that comes later is another row, saying so"
 )
+
+
+def given_up(quiet: bool, available_now: bool) -> str | None:
+    """What the unanswered rows a micro-batch gives up say: a run of availableNow read the capture
+    to its end; a stream gives them up when the folder is quiet, or as they go stale."""
+    if quiet:
+        return None if available_now else GIVEN_UP_QUIET
+    return GIVEN_UP_IDLE
+
+
 REQUEST_CAME_LATE = (
     "its request was read only after its response had come out, in an earlier micro-batch, as request_missing"
 )
 SKIP, EMIT, LATE, AFTER_ORPHAN = 0, 1, 2, 3  # EmitRule's verdicts
+_SAID = {LATE: ANSWERED_LATE, AFTER_ORPHAN: REQUEST_CAME_LATE}  # per verdict, what the row's note adds
 # Of capture time, how long a response waits for its request in a session with several writers
 # (clocks seconds apart): its row is decided in the micro-batch whose end first passes it by this.
 ORPHAN_WAIT_NS = 60 * 10**9
@@ -78,6 +90,23 @@ class EmitRule:
             by_time_from={to.get(p, p): n for p, n in self.by_time_from.items()},
             flushed_from={to.get(p, p): n for p, n in self.flushed_from.items()},
         )
+
+    def own(self, exchanges, paths, names=None):
+        """The exchanges of a micro-batch's re-read that are its own, each saying what the rule
+        knows of it; the others still teach ``names`` (``learn``) the topic ids they name."""
+        for ex in exchanges:
+            verdict = self.verdict(ex, paths)
+            if verdict == SKIP:
+                if names is not None:
+                    names.learn(ex)
+                continue
+            said = _SAID.get(verdict)
+            if said:
+                yield replace(ex, note="; ".join(filter(None, (ex.note, said))))
+            elif self.given_up and ex.status == UNANSWERED and (ex.error or "").startswith(LEFT_AT_END):
+                yield replace(ex, error=self.given_up + ex.error[len(LEFT_AT_END) :])  # (the capture goes on)
+            else:
+                yield ex
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered

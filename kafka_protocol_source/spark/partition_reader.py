@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import zlib
-from dataclasses import replace
 from functools import partial
 
 from pyspark.sql.datasource import InputPartition
@@ -20,7 +19,6 @@ from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, Exchange
-from ..framing.model import LEFT_AT_END, UNANSWERED
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -29,7 +27,7 @@ from ..views.records import by_read_mode, record_row_size, record_rows
 from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdNaming, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
-from .emit_rule import AFTER_ORPHAN, ANSWERED_LATE, LATE, REQUEST_CAME_LATE, SKIP, EmitRule
+from .emit_rule import EmitRule
 from .exchange_batch import ExchangeBatch
 from .gc_scope import long_lived_frozen
 from .naming_pass import earlier_names, naming_read
@@ -205,7 +203,7 @@ class PartitionReader:
             yield from derived_rows(o.view, (ex for ex in exchanges if keeps(ex)), paths, o, names)
             return
         if partition.emit is not None:
-            exchanges = _emitted(exchanges, partition.emit, paths, names if records_view or naming else None)
+            exchanges = partition.emit.own(exchanges, paths, names if records_view or naming else None)
         if records_view:
             yield from by_read_mode(_named_records((ex for ex in exchanges if keeps(ex)), names), o.mode)
         elif naming is None:
@@ -319,27 +317,6 @@ def _named_records(exchanges, names: TopicNames):
             else:
                 yield row
     yield from awaiting.release()
-
-
-def _emitted(exchanges, emit: EmitRule, paths, names: TopicNames | None):
-    """The exchanges of a micro-batch's re-read that are its own (``emit``); the others still
-    teach ``names`` the topic ids they name."""
-    for ex in exchanges:
-        verdict = emit.verdict(ex, paths)
-        if verdict == SKIP:
-            if names is not None:
-                names.learn(ex)
-            continue
-        said = _SAID.get(verdict)
-        if said:
-            yield replace(ex, note="; ".join(filter(None, (ex.note, said))))
-        elif emit.given_up and ex.status == UNANSWERED and (ex.error or "").startswith(LEFT_AT_END):
-            yield replace(ex, error=emit.given_up + ex.error[len(LEFT_AT_END) :])  # (the capture goes on)
-        else:
-            yield ex
-
-
-_SAID = {LATE: ANSWERED_LATE, AFTER_ORPHAN: REQUEST_CAME_LATE}  # per verdict, what the row's note adds
 
 
 def notice_row(path: str, error: str) -> Exchange:

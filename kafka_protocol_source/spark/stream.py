@@ -45,7 +45,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, Rea
 from pyspark.sql.types import StructType
 
 from ..capture.summary import CaptureSummary, sessions
-from .emit_rule import GIVEN_UP_IDLE, GIVEN_UP_QUIET, ORPHAN_WAIT_NS, EmitRule
+from .emit_rule import ORPHAN_WAIT_NS, EmitRule, given_up
 from .offset_entry import BY_TIME_FROM, FLUSHED, carry, file_entry, flushed, marks
 from .options import ReadOptions
 from .partition_reader import MAX_SPLITS_PER_FILE, CapturePartition, PartitionReader
@@ -315,7 +315,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 ended_ns=was_ns,
                 end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
                 flushed_from=marks(before, (s.path for s in files), FLUSHED),
-                given_up=self._given_up(end["end_ns"] == QUIET),
+                given_up=given_up(end["end_ns"] == QUIET, self._target is not None),
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
@@ -349,13 +349,6 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if after_flush and was_ns is not None:
             return None, None
         return since, None if now_ns is None else now_ns - self.idle_ns
-
-    def _given_up(self, quiet: bool) -> str | None:
-        """What the unanswered rows a micro-batch gives up say: a run of availableNow read the
-        capture to its end; a stream gives them up when the folder is quiet, or as they go stale."""
-        if quiet:
-            return None if self._target is not None else GIVEN_UP_QUIET
-        return GIVEN_UP_IDLE
 
     def read(self, partition):
         yield from PartitionReader(self.options, self.schema, self.options.apis).read(partition)
