@@ -252,12 +252,16 @@ _STATEMENTS = frozenset(
 )
 
 
+# How capture files' names end: an argument ending so is a path, mistyped or not ("table 1.pcap").
+_CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".gz")  # (.gz: tcpdump -z gzip)
+
+
 def _looks_like_query(arg: str) -> bool:
     """A statement's first word (or a comment) that names no file: a path with a space in it, a
     glob of such paths, or a path mistyped, is a path, and its error names it."""
-    if _is_path(arg):
-        return False
     text = arg.strip()
+    if _is_path(arg) or text.lower().endswith(_CAPTURE_SUFFIXES):
+        return False
     words = text.replace("(", "( ").split()
     return text.startswith(("--", "/*")) or (bool(words) and words[0].lower() in _STATEMENTS)
 

@@ -6,8 +6,8 @@ write every row, streamed partition by partition. Values that CSV cannot hold as
 timestamps as ISO 8601 in UTC (the command runs with TZ=UTC, so PySpark's naive datetimes are
 UTC). In CSV a null is an empty field and an empty value ``""``, as Spark's CSV writes them. A
 table shows binary as text where it is printable UTF-8 (keys, values, header values such as
-trace ids), else as ``0x`` and hex, inside arrays and structs too. Parquet is written by Spark
-itself (VARIANT columns included).
+trace ids) and does not begin with ``0x``, else as ``0x`` and hex, inside arrays and structs
+too. Parquet is written by Spark itself (VARIANT columns included).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ STDOUT = "-"
 DEFAULT_MAX_ROWS = 1000
 MAX_CELL_WIDTH = 80
 _JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+_HEX_MARK = "0x"
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,9 @@ def _bytes_text(raw: bytes) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return "0x" + raw.hex()
-    return text if text.isprintable() else "0x" + raw.hex()
+        return _HEX_MARK + raw.hex()
+    # text that begins as hex does is shown as hex too: in a table, ``0x`` always means hex
+    return text if text.isprintable() and not text.startswith(_HEX_MARK) else _HEX_MARK + raw.hex()
 
 
 # -- writers ----------------------------------------------------------------------------

@@ -34,6 +34,13 @@ def test_a_path_with_a_space_is_a_path_even_mistyped(tmp_path):
     )
 
 
+def test_a_mistyped_capture_name_that_starts_like_a_statement_is_a_path():
+    assert split_paths_and_queries(["table 1.pcap", "show 2.PCAPNG", "Select  x.pcap.gz", "TABLE exchanges"]) == (
+        ["table 1.pcap", "show 2.PCAPNG", "Select  x.pcap.gz"],
+        ["TABLE exchanges"],
+    )
+
+
 def test_a_path_after_a_query_is_named(tmp_path):
     capture = tmp_path / "late.pcap"
     capture.write_bytes(b"")

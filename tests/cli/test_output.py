@@ -109,6 +109,7 @@ def test_table_says_how_many_rows_it_left_out():
 def test_table_cells_are_one_short_line():
     assert table_text(None) == "NULL"
     assert table_text(b"plain text") == "plain text" and table_text(b"\x00\xff") == "0x00ff"
+    assert table_text(b"0x00ff") == "0x307830306666"  # text that reads as hex is shown as hex
     assert table_text("a\nb") == "a\\nb"
     long = table_text("x" * 500)
     assert len(long) == 80 and long.endswith("…")
