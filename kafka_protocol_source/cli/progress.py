@@ -51,7 +51,7 @@ def progress_line(stage: StageProgress, size: InputSize, elapsed_s: float, told:
     files = f"{size.files} file{'' if size.files == 1 else 's'}"
     rows = f", {stage.rows:,} rows" if stage.rows else ""
     if told is not None and size.bytes:
-        # (a read of topic names reads some files twice: the bytes count up to the input's size)
+        # (opening a file reads its format's magic again: a few bytes over the input's size)
         read: float = min(told.bytes, size.bytes)
         estimate = ""
         rows = f", {told.rows:,} {told.view if told.view in _NAMED_ROWS else 'rows'}"

@@ -19,6 +19,9 @@ back instead (``earlier_names``): at the session's newest files before its tail,
 its own and kept by the worker and shared with the machine's other workers (``shared_names``),
 so that a long-running stream, or one restarted, reads each file once for names (a naming
 response cut in two by a file's rotation is lost to this look, not to the tail's read).
+
+Neither read counts in the bytes a task tells the progress line it has read (``uncounted``):
+they go over bytes the read itself reads, or that are not its input.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 
+from ..capture.read_meter import uncounted
 from ..pipeline import CaptureOptions, read_with
 from ..views.topic_names import TOPIC_NAMING_APIS, NameLookup, NamesAhead, first_names
 from . import shared_names
@@ -53,7 +57,7 @@ def naming_read(
     ahead = _names.get(key)
     if ahead is None or ahead.broken:
         ahead = _names[key] = SharedRead(
-            key, lambda: NamesAhead(ex for ex in read_with(list(paths), naming) if keeps(ex))
+            key, lambda: NamesAhead(ex for ex in uncounted(read_with(list(paths), naming)) if keeps(ex))
         )
         while len(_names) > _KEPT:
             _names.popitem(last=False)
@@ -152,7 +156,7 @@ def _file_first_names(
     if found is None:
         found = shared_names.load(key)
         if found is None:
-            found = first_names(ex for ex in read_with([path], naming) if keeps(ex))
+            found = first_names(ex for ex in uncounted(read_with([path], naming)) if keeps(ex))
             shared_names.store(key, found)
         _file_names[key] = found
         while len(_file_names) > _KEPT_FILES:

@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 from kafka_protocol_source import read_capture
+from kafka_protocol_source.capture.read_meter import bytes_read
+from kafka_protocol_source.pipeline import CaptureOptions
+from kafka_protocol_source.spark import naming_pass, shared_names
 from kafka_protocol_source.spark.task_progress import StageRead, stage_progress, task_progress
 
 from .bigcapture import replicate
@@ -78,3 +81,21 @@ def test_slices_of_a_split_capture_read_it_once_between_them(spark, tmp_path):
     told = _told(progress)
     assert (told.rows, told.view, told.tasks) == (count, "records", 3)
     assert told.bytes < 1.2 * os.path.getsize(LARGER)
+
+
+def test_a_look_for_topic_names_is_not_counted_as_reading(monkeypatch):
+    """A read of the records or a typed view may read its capture ahead for topic names, and a
+    stream's the files before its tail: bytes read twice, or no part of its input, that would
+    bring the line to 100% early."""
+    monkeypatch.setattr(shared_names, "load", lambda key, partial=False: None)  # (nothing from other workers)
+    monkeypatch.setattr(shared_names, "store", lambda key, names, partial=False: None)
+    naming_pass.forget()
+    before = bytes_read()
+    ahead = naming_pass.naming_read([SAMPLE], CaptureOptions(), lambda ex: True, "test")
+    assert ahead.get("an id the capture names nowhere") is None and ahead.finished and ahead.read > 0
+    assert naming_pass.earlier_names([(SAMPLE, 1 << 30)], CaptureOptions(), lambda ex: True, "test") != {}
+    assert bytes_read() == before
+    naming_pass.forget()
+    for _ in read_capture(SAMPLE):
+        pass
+    assert bytes_read() >= before + os.path.getsize(SAMPLE)  # (the read itself is counted)
