@@ -13,7 +13,7 @@ Public surface::
     FlowEvent(conn, kind, timestamp_ns, direction, initiator, detail)
     connection_stats(segments) -> Iterator[ConnectionStats]   # per-connection packets, bytes,
         retransmissions (and those that differed), reordering, gaps, handshake RTT and ending
-        (``stats``; runs ``reassemble``)
+        (``stats``, which runs ``reassemble``; each connection's counts: ``sequence_analysis``)
 
 Missing bytes are never spliced over: a `StreamGap` says how many and where, and the stream goes
 on after it. Which side is the Kafka client is decided later; `FlowEvent.initiator` (who sent the
