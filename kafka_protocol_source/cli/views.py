@@ -16,6 +16,7 @@ from ..capture import CaptureError, TcpSegment, read_packets
 from ..framing.model import REQUEST_MISSING, UNANSWERED
 from ..report.queries import NOT_FINE
 from ..views.exchanges import BODY_COLUMNS
+from ..views.topic_names import TOPIC_NAMES
 
 EXCHANGES, RECORDS = "exchanges", "records"
 DERIVED = ("connections", "groups", "lag")  # read only when a query names them
@@ -64,9 +65,10 @@ class Summary:
 
 
 def register_views(spark, paths: list[str], options: dict, bodies: bool = True) -> None:
-    """``bodies=False``: the exchanges view leaves out ``request`` and ``response``, for commands
-    whose queries never read them. Encoding the bodies is most of what Spark adds to a read, and
-    the cached view would hold every body in memory for nothing."""
+    """``bodies=False``: the exchanges view leaves out ``request`` and ``response`` (and
+    ``topic_names``, the names of their topic ids), for commands whose queries never read them.
+    Encoding the bodies is most of what Spark adds to a read, and the cached view would hold
+    every body in memory for nothing."""
 
     def load(options, schema=None):
         reader = spark.read.format("kafka-wire")
@@ -80,7 +82,8 @@ def register_views(spark, paths: list[str], options: dict, bodies: bool = True) 
     if not bodies:
         from pyspark.sql.types import StructType  # noqa: PLC0415 - pyspark loads once Spark starts
 
-        exchanges = load(options, StructType([f for f in exchanges.schema.fields if f.name not in BODY_COLUMNS]))
+        slim = [f for f in exchanges.schema.fields if f.name not in BODY_COLUMNS and f.name != TOPIC_NAMES]
+        exchanges = load(options, StructType(slim))
     exchanges = exchanges.cache()
     exchanges.createOrReplaceTempView(EXCHANGES)
     for alias in ALIASES:

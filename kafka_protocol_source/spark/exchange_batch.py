@@ -2,7 +2,7 @@
 
 A batch does not hold its exchanges. Each exchange, as it comes, leaves its scalar columns (one
 tuple), the VARIANT bytes of its two bodies, its error codes, with a corrupt-record column its
-raw bytes, and in a typed view with ``topic_names`` its topic ids' names; then it is let go. Its
+raw bytes, and with a ``topic_names`` column its topic ids' names; then it is let go. Its
 decoded bodies are encoded while they are still in the CPU's caches and freed at once, instead
 of a whole batch of decoded trees being held (and walked by the garbage collector) until the
 batch is built.
@@ -37,7 +37,7 @@ class ExchangeBatch:
         corrupt_column: str | None,
         naming: IdNaming | None = None,
     ):
-        """``naming``: the typed view's ``topic_names`` (None: the view has no such column)."""
+        """``naming``: the view's ``topic_names`` (None: the schema has no such column)."""
         self.builder = builder
         self._naming = naming
         self._encode = builder.variants.encode

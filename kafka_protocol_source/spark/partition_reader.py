@@ -24,7 +24,7 @@ from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
 from ..views.outcomes import response_error_codes
 from ..views.records import by_read_mode, record_row_size, record_rows
-from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdNaming, TopicNames
+from ..views.topic_names import TOPIC_NAMES, AwaitingNames, IdCarriers, IdNaming, TopicNames
 from ..views.variant_spec import body_encoders
 from .arrow import BatchBuilder
 from .emit_rule import EmitRule
@@ -129,7 +129,7 @@ class PartitionReader:
         with long_lived_frozen():
             if o.view == "exchanges":  # _rows gives the exchanges themselves, each added to the batch as it comes
                 corrupt = o.corrupt_column if o.corrupt_column in self.schema.fieldNames() else None
-                naming = IdNaming() if TOPIC_NAMES in self.schema.fieldNames() else None
+                naming = IdNaming(carries=IdCarriers(registry)) if TOPIC_NAMES in self.schema.fieldNames() else None
                 batch = ExchangeBatch(builder, encoders, response_error_codes(registry), corrupt, naming)
                 for ex in self._counted(self._rows(partition, naming)):
                     batch.add(ex)
@@ -154,7 +154,7 @@ class PartitionReader:
 
     def _rows(self, partition: CapturePartition, naming: IdNaming | None = None):
         """The view's rows, as dicts keyed by column; for the exchanges view, the exchanges
-        (``naming``: a typed view's topic names, to be taught the names the read gives)."""
+        (``naming``: the view's topic names, to be taught the names the read gives)."""
         o = self.options
         if partition.notice is not None:
             yield from self._notice_rows(partition)

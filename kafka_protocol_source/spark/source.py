@@ -36,6 +36,10 @@ from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
 from .view_readers import WHOLE_SESSION_VIEWS
 from .view_schemas import VIEW_SCHEMAS
 
+# Each topic id a row's bodies hold, to its name (the exchanges view, and typed views of apis
+# that name topics by id).
+TOPIC_NAMES_FIELD = StructField(TOPIC_NAMES, MapType(StringType(), StringType()))
+
 _DAY_NS = 86_400 * 10**9
 
 
@@ -71,7 +75,7 @@ def default_schema(options: ReadOptions) -> StructType:
     if options.view == "records":
         schema = RECORDS_VIEW
     elif options.api_key is None:
-        schema = exchange_schema()
+        schema = StructType([*exchange_schema().fields, TOPIC_NAMES_FIELD])
     else:
         registry = decoder_for(options.specs).registry
         request, response = registry.request(options.api_key), registry.response(options.api_key)
@@ -89,7 +93,7 @@ def default_schema(options: ReadOptions) -> StructType:
                 )
             )
             if names_topics_by_id(registry, options.api_key, versions):
-                schema = StructType([*schema.fields, StructField(TOPIC_NAMES, MapType(StringType(), StringType()))])
+                schema = StructType([*schema.fields, TOPIC_NAMES_FIELD])
     if options.corrupt_requested and options.view == "exchanges":
         schema = StructType([*schema.fields, StructField(options.corrupt_column, BinaryType())])
     return schema

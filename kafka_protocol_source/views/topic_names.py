@@ -17,8 +17,9 @@ fetched at most once, and from then on names an id from them as soon as it meets
 A stream's micro-batch cannot see past its packets: its way is back, to the names its capture
 session's earlier files give (``spark.naming_pass.earlier_names``).
 
-The typed views of apis that name topics by id give each row's ids and their names
-(``IdNaming``, the ``topic_names`` column); their rows wait for names as records rows do.
+The exchanges view, and the typed views of apis that name topics by id, give each row's ids
+and their names (``IdNaming``, the ``topic_names`` column); their rows wait for names as records
+rows do. Only bodies of versions that can hold an id are walked for them (``IdCarriers``).
 """
 
 from __future__ import annotations
@@ -186,12 +187,15 @@ def first_names(exchanges: Iterable) -> dict[str, str]:
 
 
 class IdNaming:
-    """The ``topic_names`` of a typed view's rows: each topic id a row's bodies hold, with its
+    """The ``topic_names`` of a view's rows: each topic id a row's bodies hold, with its
     name as ``names`` knows it. A row with an id not named yet waits (``awaiting``) as a
     records row does."""
 
-    def __init__(self, names: TopicNames | None = None):
+    def __init__(self, names: TopicNames | None = None, carries: Callable[[int, int], bool] | None = None):
+        """``carries(api_key, api_version)``: whether bodies of that version can hold a topic id
+        (``IdCarriers``; None: every body is walked for ids)."""
         self.names = names if names is not None else TopicNames()
+        self._carries = carries
         self._last: tuple[object, list[str]] | None = None  # the last exchange asked about, and its ids
 
     def awaiting(self) -> AwaitingNames:
@@ -215,8 +219,32 @@ class IdNaming:
         bodies are walked once."""
         last = self._last
         if last is None or last[0] is not exchange:
-            last = self._last = (exchange, topic_ids(exchange.request, exchange.response))
+            carries, api_key, api_version = self._carries, exchange.api_key, exchange.api_version
+            if (
+                carries is not None
+                and api_key is not None
+                and api_version is not None
+                and not carries(api_key, api_version)
+            ):
+                last = self._last = (exchange, [])
+            else:
+                last = self._last = (exchange, topic_ids(exchange.request, exchange.response))
         return last[1]
+
+
+class IdCarriers:
+    """Whether the bodies of an api at a version can hold a topic id, by the definitions: a
+    read whose every row is asked walks only the bodies that can."""
+
+    def __init__(self, registry: SpecRegistry):
+        self._registry = registry
+        self._known: dict[tuple[int, int], bool] = {}
+
+    def __call__(self, api_key: int, api_version: int) -> bool:
+        known = self._known.get((api_key, api_version))
+        if known is None:
+            known = self._known[api_key, api_version] = names_topics_by_id(self._registry, api_key, [api_version])
+        return known
 
 
 def _named_when_added(exchange) -> None:
