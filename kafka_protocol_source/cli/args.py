@@ -252,18 +252,28 @@ _STATEMENTS = frozenset(
 )
 
 
-# How capture files' names end: an argument ending so is a path, mistyped or not ("table 1.pcap").
+# How capture files' names end: a short argument ending so is a path, mistyped or not ("table
+# 1.pcap"); a query's words run longer ("SELECT * FROM exchanges ORDER BY e.cap").
 _CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".gz")  # (.gz: tcpdump -z gzip)
+_MAX_PATH_WORDS = 3
 
 
 def _looks_like_query(arg: str) -> bool:
     """A statement's first word (or a comment) that names no file: a path with a space in it, a
     glob of such paths, or a path mistyped, is a path, and its error names it."""
     text = arg.strip()
-    if _is_path(arg) or text.lower().endswith(_CAPTURE_SUFFIXES):
+    if _is_path(arg) or _named_like_a_capture(text):
         return False
     words = text.replace("(", "( ").split()
     return text.startswith(("--", "/*")) or (bool(words) and words[0].lower() in _STATEMENTS)
+
+
+def _named_like_a_capture(text: str) -> bool:
+    return (
+        text.lower().endswith(_CAPTURE_SUFFIXES)
+        and len(text.split()) <= _MAX_PATH_WORDS
+        and not any(mark in text for mark in ("\n", "--", "/*"))
+    )
 
 
 def _is_path(arg: str) -> bool:

@@ -41,6 +41,15 @@ def test_a_mistyped_capture_name_that_starts_like_a_statement_is_a_path():
     )
 
 
+def test_a_query_that_ends_as_a_capture_name_does_is_still_a_query():
+    queries = [
+        "SELECT count(*) FROM exchanges -- as in before.pcap",
+        "SELECT * FROM exchanges e ORDER BY e.cap",
+        "SELECT 2",
+    ]
+    assert split_paths_and_queries(["x.pcap", *queries]) == (["x.pcap"], queries)
+
+
 def test_a_path_after_a_query_is_named(tmp_path):
     capture = tmp_path / "late.pcap"
     capture.write_bytes(b"")
