@@ -16,6 +16,7 @@ import traceback
 from dataclasses import replace
 from functools import partial
 
+from ..views.topic_names import TOPIC_NAMES
 from .args import Command, parse_command
 from .errors import FAILED, NO_KAFKA, OK, STDOUT_CLOSED, USAGE, UsageError, describe
 from .output import write
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(spark, command: Command, files: list[str], progress) -> int:
     # the report's queries (text and HTML) read no body: its exchanges are read without them
-    register_views(spark, command.paths, command.options, bodies=command.name != "report")
+    register_views(spark, command.paths, _views_options(command), bodies=command.name != "report")
     summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
     if summary.kafka == 0:
         message = no_kafka_message(command.paths, summary, command.options["ports"], files)
@@ -178,3 +179,13 @@ def _drop_stdout() -> None:
 def _fail(message: str) -> None:
     sys.stderr.write(f"kafka-wire: {message}\n")
     sys.stderr.flush()
+
+
+def _views_options(command: Command) -> dict:
+    """The reader's options: ``sql`` queries that read ``topic_names`` ask for the column (it may
+    read a capture twice, so a view has it only when asked; ``shell``: ``--option topicNames=true``)."""
+    options = command.options
+    asked = any(TOPIC_NAMES in query.lower() for query in command.queries)
+    if asked and not any(key.lower() == "topicnames" for key in options):
+        return {**options, "topicNames": "true"}
+    return options

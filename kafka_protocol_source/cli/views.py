@@ -32,7 +32,7 @@ def _named(view: str) -> str:
 VIEW_LIST = f"{', '.join(map(_named, VIEWS[:-1]))} and {_named(VIEWS[-1])}"  # for help and messages
 SCANNED_BYTES = 64 << 20  # of each file, looking for TCP when a capture held no Kafka
 # options that shape the exchanges view only (a typed api, a subset of apis); records need their own
-EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis", "columnnameofcorruptrecord"})
+EXCHANGES_ONLY_OPTIONS = frozenset({"api", "apiversion", "apis", "columnnameofcorruptrecord", "topicnames"})
 
 
 @dataclass(frozen=True)

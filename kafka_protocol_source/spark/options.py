@@ -37,6 +37,9 @@ OPTION_DOC = {
     "mode": "PERMISSIVE (default), DROPMALFORMED or FAILFAST",
     "columnNameOfCorruptRecord": "column for the raw bytes of bad frames (default _corrupt_record; "
     "added when this option is set or the schema has the column)",
+    "topicNames": "true: the exchanges view has topic_names, each topic id of a row's bodies with its name "
+    "(typed views of apis that name topics by id always have it); rows wait for names the capture "
+    "gives later, and a read may look ahead for them (see splitSize)",
     "ports": "comma-separated broker ports (default 9092)",
     "detectKafka": "true (default): also find Kafka on other ports, by a request start in a side's bytes",
     "maxFrameSize": f"largest plausible frame in bytes (default {DEFAULT_MAX_FRAME_SIZE})",
@@ -97,6 +100,7 @@ class ReadOptions:
     mode: str = "PERMISSIVE"
     corrupt_column: str = "_corrupt_record"
     corrupt_requested: bool = False
+    topic_names: bool = False  # the exchanges view's topic_names column (typed views: by their api)
     ports: frozenset[int] = DEFAULT_PORTS
     detect_kafka: bool = True
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
@@ -149,6 +153,12 @@ class ReadOptions:
                 f"columnNameOfCorruptRecord adds the raw bytes of bad frames to the exchanges view (and the "
                 f"typed views); view={view} has no such column"
             )
+        topic_names = _bool(opts, "topicnames", False)
+        if topic_names and view != "exchanges":
+            raise OptionError(
+                f"topicNames adds topic_names to the exchanges view; view={view} "
+                + ("names its topics in its topic column" if view == "records" else "has no such column")
+            )
         apis = None
         if "apis" in opts:
             apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())
@@ -163,6 +173,7 @@ class ReadOptions:
             mode=mode,
             corrupt_column=opts.get("columnnameofcorruptrecord", "_corrupt_record"),
             corrupt_requested="columnnameofcorruptrecord" in opts,
+            topic_names=topic_names,
             ports=frozenset(_int_list(opts, "ports")) if "ports" in opts else DEFAULT_PORTS,
             detect_kafka=_bool(opts, "detectkafka", True),
             max_frame_size=_int(opts, "maxframesize", DEFAULT_MAX_FRAME_SIZE, low=8),

@@ -211,10 +211,8 @@ class PartitionReader:
         else:
             awaiting = naming.awaiting()
             for ex in exchanges:
-                if ex.api_key in naming_only:
-                    names.learn(ex)
-                elif keeps(ex):
-                    names.learn(ex)
+                names.learn(ex)  # (a row the mode drops, one read leniently say, names its topics as well as any)
+                if ex.api_key not in naming_only and keeps(ex):
                     if naming.waits(ex):
                         yield from awaiting.hold(ex, HELD_PER_BYTE * ((ex.request_size or 0) + (ex.response_size or 0)))
                     else:

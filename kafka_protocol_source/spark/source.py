@@ -36,8 +36,8 @@ from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
 from .view_readers import WHOLE_SESSION_VIEWS
 from .view_schemas import VIEW_SCHEMAS
 
-# Each topic id a row's bodies hold, to its name (the exchanges view, and typed views of apis
-# that name topics by id).
+# Each topic id a row's bodies hold, to its name (typed views of apis that name topics by id,
+# and the exchanges view with the topicNames option).
 TOPIC_NAMES_FIELD = StructField(TOPIC_NAMES, MapType(StringType(), StringType()))
 
 _DAY_NS = 86_400 * 10**9
@@ -75,7 +75,9 @@ def default_schema(options: ReadOptions) -> StructType:
     if options.view == "records":
         schema = RECORDS_VIEW
     elif options.api_key is None:
-        schema = StructType([*exchange_schema().fields, TOPIC_NAMES_FIELD])
+        schema = exchange_schema()
+        if options.topic_names:
+            schema = StructType([*schema.fields, TOPIC_NAMES_FIELD])
     else:
         registry = decoder_for(options.specs).registry
         request, response = registry.request(options.api_key), registry.response(options.api_key)

@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from ..spec.api_keys import TOPIC_NAMING_APIS
+from ..spec.api_keys import ENVELOPE, TOPIC_NAMING_APIS
 from ..spec.field_paths import field_paths
 from ..spec.registry import SpecRegistry
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 TOPIC_ID = "topic_id"
-TOPIC_NAMES = "topic_names"  # the typed views' column of each row's ids and their names
+TOPIC_NAMES = "topic_names"  # the column of each row's ids and their names (typed views; exchanges with topicNames)
 HOLD_BUDGET = 32 << 20  # bytes of rows one reader holds for a name its capture may give later
 
 
@@ -234,7 +234,8 @@ class IdNaming:
 
 class IdCarriers:
     """Whether the bodies of an api at a version can hold a topic id, by the definitions: a
-    read whose every row is asked walks only the bodies that can."""
+    read whose every row is asked walks only the bodies that can. An Envelope's can whatever its
+    version: it carries a whole request and response, decoded with the rest."""
 
     def __init__(self, registry: SpecRegistry):
         self._registry = registry
@@ -243,7 +244,8 @@ class IdCarriers:
     def __call__(self, api_key: int, api_version: int) -> bool:
         known = self._known.get((api_key, api_version))
         if known is None:
-            known = self._known[api_key, api_version] = names_topics_by_id(self._registry, api_key, [api_version])
+            known = api_key == ENVELOPE or names_topics_by_id(self._registry, api_key, [api_version])
+            self._known[api_key, api_version] = known
         return known
 
 

@@ -11,7 +11,7 @@ import pytest
 from chispa import assert_df_equality
 
 from kafka_protocol_source.cli import REPORT_QUERIES
-from kafka_protocol_source.cli.app import _run
+from kafka_protocol_source.cli.app import _run, _views_options
 from kafka_protocol_source.cli.args import parse_command
 from kafka_protocol_source.cli.progress import NoProgress
 from kafka_protocol_source.cli.views import (
@@ -33,7 +33,7 @@ from ..framing.kafkaflow import (
     metadata_v1_response,
     produce_v3_request,
 )
-from .expected import MOCK_AIOKAFKA, TANSU_REJECTED
+from .expected import MOCK_AIOKAFKA, TANSU_CONFLUENT, TANSU_REJECTED
 
 PATHS = [str(MOCK_AIOKAFKA), str(TANSU_REJECTED)]
 
@@ -195,3 +195,40 @@ def test_the_not_ok_table_lists_every_error_name_of_a_group_not_one(spark):
         ]
     finally:
         _drop(spark)
+
+
+@pytest.mark.parametrize(
+    ("query", "option", "asked"),
+    [
+        ("SELECT api_name, count(*) FROM exchanges GROUP BY 1", None, None),
+        ("SELECT topic_names FROM exchanges WHERE api_name = 'Fetch'", None, "true"),
+        ("SELECT TOPIC_NAMES FROM traffic", "false", "false"),  # (the user's word stands)
+    ],
+)
+def test_sql_asks_for_topic_names_where_a_query_reads_them(query, option, asked):
+    argv = ["sql", "a.pcap", query] + (["--option", f"topicNames={option}"] if option else [])
+    options = _views_options(parse_command(argv))
+    assert {k.lower(): v for k, v in options.items()}.get("topicnames") == asked
+
+
+def test_a_sql_query_names_the_fetched_topics(spark, capsys):
+    command = parse_command(
+        [
+            "sql",
+            str(TANSU_CONFLUENT),
+            "SELECT api_name, count(*) AS n, collect_set(map_values(topic_names)[0]) AS topics FROM exchanges "
+            "WHERE topic_names IS NOT NULL GROUP BY 1 ORDER BY 1",
+            "--format",
+            "csv",
+        ]
+    )
+    try:
+        assert _run(spark, command, command.paths, NoProgress()) == 0
+    finally:
+        spark.table(EXCHANGES).unpersist()
+        _drop(spark)
+    assert capsys.readouterr().out.splitlines() == [
+        "api_name,n,topics",
+        'Fetch,6,"[""kw.confluent_kafka""]"',
+        'Metadata,9,"[""kw.confluent_kafka""]"',
+    ]

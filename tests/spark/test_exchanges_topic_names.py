@@ -1,25 +1,30 @@
-"""The exchanges view names the topic ids of each row's bodies, as the typed views do.
+"""With ``topicNames``, the exchanges view names the topic ids of each row's bodies, as the typed
+views do.
 
 Fetch v13+ (and Produce v13, Metadata v10+, ...) carry topic ids, not names: without
 ``topic_names`` an analyst reading the exchanges view sees a UUID where the topic goes. The
-captures are test_named_later's: a session joined at its first Fetch by id, its ids named only
-after the Fetches, by a connection of its own.
+column is asked for (the source cannot tell whether a query reads it, and naming may read the
+capture twice). The captures are test_named_later's: a session joined at its first Fetch by id,
+its ids named only after the Fetches, by a connection of its own.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from pyspark.sql.types import StructType
 
 from kafka_protocol_source import read_capture
 from kafka_protocol_source.codec.decoder import decoder_for
 from kafka_protocol_source.spark import naming_pass
-from kafka_protocol_source.spark.options import ReadOptions
+from kafka_protocol_source.spark.options import OptionError, ReadOptions
 from kafka_protocol_source.spark.partition_reader import PartitionReader, plan_partitions
 from kafka_protocol_source.spark.source import default_schema
-from kafka_protocol_source.views.topic_names import TOPIC_NAMES, IdCarriers, first_names, topic_ids
+from kafka_protocol_source.spec.api_keys import ENVELOPE
+from kafka_protocol_source.views.topic_names import TOPIC_NAMES, IdCarriers, IdNaming, first_names, topic_ids
 
 from ..samples.catalog import samples
 from .expected import TANSU_CONFLUENT
@@ -29,7 +34,8 @@ _KEY = ("connection_id", "correlation_id", "api_key", "status")
 
 
 def _rows(path: Path, count: int = 1, schema: StructType | None = None, **options: str) -> list[dict]:
-    opts = ReadOptions.parse({"path": str(path), **options})
+    asked = {} if "api" in options else {"topicNames": "true"}  # (a typed view has it by its api)
+    opts = ReadOptions.parse({"path": str(path), **asked, **options})
     reader = PartitionReader(opts, schema or default_schema(opts), opts.apis)
     parts = plan_partitions([str(path)], -(-path.stat().st_size // count), index=True)
     assert len(parts) == count
@@ -69,7 +75,8 @@ def test_the_names_are_the_typed_views_and_a_split_read_gives_them_too(named_lat
 def test_the_rows_are_those_of_the_view_without_the_column(named_later):
     """Rows that wait for a name come later, not fewer, and otherwise as they were."""
     opts = ReadOptions.parse({"path": str(named_later)})
-    without = StructType([f for f in default_schema(opts).fields if f.name != TOPIC_NAMES])
+    without = default_schema(opts)
+    assert TOPIC_NAMES not in without.fieldNames()  # (asked for only)
     with_names = [{k: v for k, v in r.items() if k != TOPIC_NAMES} for r in _rows(named_later)]
     assert Counter(map(repr, with_names)) == Counter(map(repr, _rows(named_later, schema=without)))
 
@@ -87,3 +94,29 @@ def test_only_bodies_that_can_hold_ids_are_walked_and_none_with_ids_is_passed_ov
                 assert not topic_ids(ex.request, ex.response), (sample.path, ex.api_name, ex.api_version)
                 passed += 1
     assert walked and passed > walked
+
+
+def test_a_row_the_mode_drops_still_names_the_ids_of_others():
+    """rdkafka's mock broker answers Metadata with a byte too many: read leniently, the row is
+    malformed, and DROPMALFORMED drops it; the names it gives still name the Fetches."""
+    path = Path("sample_captures/mock_confluent_kafka_all_codecs_any_sll2.pcap")
+    naming_pass.forget()
+    kept = [r for r in _rows(path) if r["api_name"] == "Fetch"]
+    naming_pass.forget()
+    dropped = [r for r in _rows(path, mode="DROPMALFORMED") if r["api_name"] == "Fetch"]
+    assert kept and all(name for r in kept for _, name in r[TOPIC_NAMES] or [("", "none")])
+    assert _names(dropped) == _names(kept)
+
+
+def test_an_envelope_is_walked_for_the_ids_of_what_it_carries():
+    carries = IdCarriers(decoder_for(None).registry)
+    inner = {"api_name": "Metadata", "body": {"topics": [{"topic_id": "0b9f3c3e-6c55-4b8e-9a7e-5d5a3b2c1d0e"}]}}
+    envelope = SimpleNamespace(api_key=ENVELOPE, api_version=0, request={"request_data_decoded": inner}, response=None)
+    assert IdNaming(carries=carries).of(envelope) == [("0b9f3c3e-6c55-4b8e-9a7e-5d5a3b2c1d0e", None)]
+
+
+def test_topic_names_is_an_exchanges_view_column():
+    with pytest.raises(OptionError, match="topicNames adds topic_names to the exchanges view; view=records names"):
+        ReadOptions.parse({"path": "x.pcap", "view": "records", "topicNames": "true"})
+    with pytest.raises(OptionError, match="view=lag has no such column"):
+        ReadOptions.parse({"path": "x.pcap", "view": "lag", "topicNames": "true"})
