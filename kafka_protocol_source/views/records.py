@@ -206,6 +206,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
         # legacy wrapper alike): every record moves by the same amount from where the producer put it.
         first = next((r["offset"] for b in batches or () for r in b["records"] if r["offset"] is not None), None)
         shift = log_base - first if first is not None else 0
+    columns = _exchange_columns(exchange, direction, topic, topic_id, partition)  # (every batch's)
     for n, batch in enumerate(batches or ()):
         if batch["truncated"]:
             # Cut short inside a whole frame: a Fetch response's last batch, which brokers cut at
@@ -213,7 +214,7 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             # append what a Produce request cut short; the body keeps it, marked truncated.
             continue
         base = {
-            **_exchange_columns(exchange, direction, topic, topic_id, partition),
+            **columns,
             "compression": batch["compression"],
             "batch_offset": batch["base_offset"],
             "producer_id": batch["producer_id"],
