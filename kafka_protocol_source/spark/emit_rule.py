@@ -9,7 +9,9 @@ may have its request in a later micro-batch: there a ``request_missing`` row is 
 alone, ``ORPHAN_WAIT_NS`` after the response, so that every read decides it alike, wherever it
 starts and whatever let the response go. Which rows are decided so is told per file, from the
 packet where it was first read beside another writer's (``by_time_from``): a row is decided
-one way in every micro-batch, even where the files of a session overlap in time only later.
+one way in every micro-batch, even where the files of a session overlap in time only later. An
+answer that came there too long after its request for every such micro-batch to re-read the
+request (``answer_wait_ns``) is read as two rows, the request still open and the answer alone.
 Owns that decision, and what an emitted row then says of it (``EmitRule.own``: answered late,
 its request came late, given up by which timeout); what the offsets and windows are comes from
 ``stream.py``; reading, from ``partition_reader.py``.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..framing.context import FILE_MASK, FILE_SHIFT
-from ..framing.model import LEFT_AT_END, REQUEST_MISSING, UNANSWERED
+from ..framing.model import LEFT_AT_END, OK, REQUEST_MISSING, UNANSWERED
 
 ANSWERED_LATE = (
     "answered after an earlier micro-batch gave this request up (idleTimeout passed, or the folder was quiet "
@@ -46,6 +48,12 @@ def given_up(quiet: bool, available_now: bool) -> str | None:
 
 REQUEST_CAME_LATE = (
     "its request was read only after its response had come out, in an earlier micro-batch, as request_missing"
+)
+# What the answer of a request given up says where it comes alone (``EmitRule.answer_wait_ns``).
+ANSWERED_APART = (
+    "answered {late:.0f} s after its request (correlation id {correlation_id}), later than idleTimeout and a minute: "
+    "the request was given up as unanswered (a row of its own), and in a capture taken in several places its answer "
+    "comes alone"
 )
 SKIP, EMIT, LATE, AFTER_ORPHAN = 0, 1, 2, 3  # EmitRule's verdicts
 _SAID = {LATE: ANSWERED_LATE, AFTER_ORPHAN: REQUEST_CAME_LATE}  # per verdict, what the row's note adds
@@ -81,6 +89,12 @@ class EmitRule:
     end_ns: int | None = None
     flushed_from: dict = field(default_factory=dict)
     given_up: str | None = None  # what an unanswered row given up says (None: the capture ended)
+    # In a session of several writers: an answer decided by time (in packets from
+    # ``by_time_from``) that came more than this after its request is read as two rows, the
+    # request still open and the answer alone. The micro-batch that decides an answer by time
+    # re-reads this far back from it (``stream.py``), and the one that paired it may have read
+    # further: read as one exchange, it came answered late and, a minute later, as ``request_missing``.
+    answer_wait_ns: int | None = None
 
     def moved(self, to: dict) -> EmitRule:
         """This rule for the files of its paths that went elsewhere (``to``: old path -> new)."""
@@ -94,7 +108,7 @@ class EmitRule:
     def own(self, exchanges, paths, names=None):
         """The exchanges of a micro-batch's re-read that are its own, each saying what the rule
         knows of it; the others still teach ``names`` (``learn``) the topic ids they name."""
-        for ex in exchanges:
+        for ex in (row for read in exchanges for row in self._rows_of(read)):
             verdict = self.verdict(ex, paths)
             if verdict == SKIP:
                 if names is not None:
@@ -107,6 +121,21 @@ class EmitRule:
                 yield replace(ex, error=self.given_up + ex.error[len(LEFT_AT_END) :])  # (the capture goes on)
             else:
                 yield ex
+
+    def _rows_of(self, ex) -> tuple:
+        """``ex``, or, where its answer came more than ``answer_wait_ns`` after its request in
+        packets decided by time, its request as still open and its answer alone: the rows that
+        every read deciding them makes alike, whether it holds the request or not."""
+        if self.answer_wait_ns is None or ex.status != OK:
+            return (ex,)
+        from_packet = self.by_time_from.get(ex.response_file or ex.capture_file)
+        sent_ns, answered_ns = _ns(ex.request_time), _ns(ex.response_time)
+        if from_packet is None or (ex.response_packet or 0) < from_packet or sent_ns is None or answered_ns is None:
+            return (ex,)
+        late_ns = answered_ns - sent_ns
+        if late_ns <= self.answer_wait_ns:
+            return (ex,)
+        return _given_up(ex), _answer_alone(ex, late_ns)
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered
@@ -198,6 +227,44 @@ class EmitRule:
         if self.ended_ns is not None and decided_ns < self.ended_ns:
             return SKIP  # decided by an earlier micro-batch
         return EMIT if self.end_ns is None or decided_ns < self.end_ns else SKIP
+
+
+def _given_up(ex):
+    """The request of ``ex`` as a read that ends before its answer leaves it: open, unanswered."""
+    return replace(
+        ex,
+        response_time=None,
+        latency_ms=None,
+        response_size=None,
+        response=None,
+        raw_response=None,
+        response_packet=None,
+        response_span=None,
+        response_file=None,
+        completed_at=None,
+        status=UNANSWERED,
+        error=LEFT_AT_END,
+        note=None,
+    )
+
+
+def _answer_alone(ex, late_ns: int):
+    """The answer of ``ex`` as a row without its request, saying where the request went."""
+    return replace(
+        ex,
+        capture_file=ex.response_file or ex.capture_file,
+        response_file=None,
+        request_time=None,
+        latency_ms=None,
+        request_size=None,
+        request=None,
+        raw_request=None,
+        request_packet=None,
+        request_span=None,
+        stream_offset=ex.response_span[0] if ex.response_span else None,
+        status=REQUEST_MISSING,
+        error=ANSWERED_APART.format(late=late_ns / 1e9, correlation_id=ex.correlation_id),
+    )
 
 
 def _ns(when) -> int | None:

@@ -18,7 +18,8 @@ micro-batch re-reads it) until it has waited ``idleTimeout`` of the session's ca
 the folder has had no new packet for ``quietTimeout`` of wall-clock time (from the first look
 that found nothing new); then it is emitted once, as unanswered (its error says which), and its
 answer, if one comes later, as the exchange again, saying so (``ANSWERED_LATE``), or, once the
-re-read no longer reaches back to the request, as a response whose request is missing.
+re-read no longer reaches back to the request, as a response whose request is missing (in a
+session of several writers, by a rule every micro-batch applies alike: ``EmitRule.answer_wait_ns``).
 Staleness is each session's own: the offset keeps, per file, the time of the last packet
 consumed. So every exchange is emitted once, in the micro-batch where it completes, across
 restarts too. Where it completes is told by its content (``completed_at``: the
@@ -285,14 +286,17 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue
             was_ns, now_ns = _session_end(chain, before), _session_end(chain, after)
             by_time_from = marks(after, (s.path for s in chain), BY_TIME_FROM)
-            # (a re-read then goes back far enough that every response still waiting is read again)
-            waits_ns = ORPHAN_WAIT_NS if by_time_from else 0
+            # Where responses are decided by time, a re-read goes back far enough that every one
+            # still waiting is read again, and that the micro-batch deciding one holds its request,
+            # unless that came more than ``apart_ns`` before it (``EmitRule.answer_wait_ns``).
+            apart_ns = max(self.idle_ns, ORPHAN_WAIT_NS) if by_time_from else None
+            reach_ns = apart_ns + ORPHAN_WAIT_NS if apart_ns is not None else self.idle_ns
             by_writer = writers(chain, tolerance)
             if len(by_writer) > 1:  # taken at once in several places
                 # Staleness runs on the writer read least far: one read further (the frontier
                 # lifted for it) must not make the others' open requests look given up.
                 was_ns, now_ns = _least_end(by_writer, before), _least_end(by_writer, after)
-                files, earlier_files = reread(chain, new, after, was_ns, self.idle_ns + waits_ns)
+                files, earlier_files = reread(chain, new, after, was_ns, reach_ns)
                 parts += [
                     CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
                     for path, late in late_packets(chain, new, before)
@@ -300,7 +304,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1
                 last_new = chain.index(new[-1]) if new else len(chain) - 1
-                tail_from = self._tail_start(chain, first_new, was_ns, self.idle_ns + waits_ns)
+                tail_from = self._tail_start(chain, first_new, was_ns, reach_ns)
                 files, earlier_files = chain[tail_from : last_new + 1], chain[:tail_from]
             paths = tuple(s.path for s in files)
             limits = {s.path: consumed_packets(after, s) for s in files}
@@ -316,6 +320,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 end_ns=(1 << 62) if end["end_ns"] == QUIET else now_ns,
                 flushed_from=marks(before, (s.path for s in files), FLUSHED),
                 given_up=given_up(end["end_ns"] == QUIET, self._target is not None),
+                answer_wait_ns=apart_ns,
             )
             if chain[0].container == OTHER:
                 emit = None  # read once, whole: every row it gives is new
