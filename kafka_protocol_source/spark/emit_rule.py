@@ -71,14 +71,13 @@ class EmitRule:
     micro-batch.
 
     A row completed in new packets that was open and stale at the session's end before
-    (``previous_end_ns``), or open at all when the folder went quiet (``after_flush``), was given
-    up then, as it stood: it is not emitted again, unless its response came since (``LATE``: the
-    request went out as unanswered)."""
+    (``previous_end_ns``), or whose request was read before the folder last went quiet
+    (``flushed_from``), was given up then, as it stood: it is not emitted again, unless its
+    response came since (``LATE``: the request went out as unanswered)."""
 
     new_from: dict
     stale_from_ns: int | None  # open rows with a first time in [stale_from_ns, stale_to_ns) are given up
     stale_to_ns: int | None
-    after_flush: bool = False  # the micro-batch before gave up every open row (the folder was quiet)
     previous_end_ns: int | None = None  # capture time of the session's last packet read before
     # Responses without their request in packets of a file from ``by_time_from`` on (per file:
     # from where it was first read beside another writer's) are decided by time
@@ -161,12 +160,9 @@ class EmitRule:
                     return SKIP
                 if late == "request":
                     return EMIT  # (with AFTER_ORPHAN where its response came out alone before)
-        if (
-            self.after_flush
-            and ex.request_packet is not None
-            and ex.request_packet < self.new_from.get(ex.capture_file, 0)
-        ):
-            # its request was open at the flush, and was emitted then as unanswered
+        if ex.request_packet is not None and ex.request_packet < self.flushed_from.get(ex.capture_file, 0):
+            # its request was read before the folder last went quiet: emitted as unanswered then
+            # (or earlier), every micro-batch after that alike, not only the next one
             answered = ex.completed_at is not None and ex.response_time is not None
             return LATE if answered else SKIP
         if ex.completed_at is not None:

@@ -313,7 +313,6 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             emit: EmitRule | None = EmitRule(
                 new_from,
                 *self._stale_window(was_ns, now_ns, end["end_ns"] == QUIET, after_flush),
-                after_flush=after_flush,
                 previous_end_ns=None if after_flush else was_ns,
                 by_time_from=by_time_from,
                 ended_ns=was_ns,
@@ -347,12 +346,11 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     ) -> tuple[int | None, int | None]:
         """Which open rows of a session this micro-batch gives up, by first time: those that went
         stale between the session's end before (``was_ns``) and now (``now_ns``); all, once the
-        folder is ``quiet``; none right after that (``after_flush``: they were given up then)."""
+        folder is ``quiet``. Right after that (``after_flush``) every one stale now: those open
+        then were given up then (``EmitRule.flushed_from`` tells them), and the rest are new."""
         since = None if after_flush or was_ns is None else was_ns - self.idle_ns
         if quiet:
             return since, (1 << 62)
-        if after_flush and was_ns is not None:
-            return None, None
         return since, None if now_ns is None else now_ns - self.idle_ns
 
     def read(self, partition):

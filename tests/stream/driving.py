@@ -16,9 +16,10 @@ from tests.samples.catalog import sample
 from .rotated_pieces import exchange_key
 
 
-def drive(reader, options, offset, rows):
-    """Micro-batches until the offset stops moving; their rows are added to ``rows``."""
-    while (end := reader.latestOffset(offset, ReadMaxFiles(1))) != offset:
+def drive(reader, options, offset, rows, limit=None):
+    """Micro-batches (of one file each, or as ``limit`` says) until the offset stops moving; their
+    rows are added to ``rows``."""
+    while (end := reader.latestOffset(offset, limit or ReadMaxFiles(1))) != offset:
         rows += [ex for p in reader.partitions(offset, end) for ex in PartitionReader(options, reader.schema)._rows(p)]
         offset = end
     return offset

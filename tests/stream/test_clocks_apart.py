@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafka_protocol_source import read_capture
 from tests.capture import pcapbuild as pb
@@ -187,12 +188,12 @@ def test_available_now_over_a_finished_capture_of_two_writers(tmp_path, age_s):
         assert Counter(e.status for e in rows) == {"ok": 299}
 
 
-def _slow_client(answered_after_s: int, seconds: int) -> list:
-    """A second client, every request answered ``answered_after_s`` later (one sent every 20 s,
-    so several wait at once)."""
+def _slow_client(answered_after_s: int, seconds: int, every_s: int = 20) -> list:
+    """A second client, every request answered ``answered_after_s`` later (one sent every
+    ``every_s``, so several wait at once)."""
     talk = Conversation(client=("10.0.0.7", 50007))
     start = talk.ns
-    sent = range(5, seconds - answered_after_s - 5, 20)
+    sent = range(5, seconds - answered_after_s - 5, every_s)
     events = sorted([(s, "request", s) for s in sent] + [(s + answered_after_s, "response", s) for s in sent])
     for at_s, side, sent_s in events:
         talk.ns = start + at_s * 10**9
@@ -249,3 +250,40 @@ def test_answers_later_than_idle_timeout_come_out_once_in_a_session_of_several_w
     batch = list(read_capture(sorted(str(f) for f in folder.iterdir())))
     busy = [e for e in rows if not e.client_address.startswith("10.0.0.7")]
     assert Counter(map(_key, busy)) == Counter(_key(e) for e in batch if not e.client_address.startswith("10.0.0.7"))
+
+
+@pytest.mark.parametrize(
+    ("late_s", "idle_s", "seconds", "every_s"),
+    [
+        (75, 10, 240, 20),  # requests sent after the flush went stale in the micro-batch after it: lost
+        (400, 300, 900, 60),  # requests given up at the flush came again two micro-batches later
+    ],
+)
+def test_slow_answers_around_a_flush_come_out_once(tmp_path, late_s, idle_s, seconds, every_s):
+    """As above, the files of each step read at once (not one per micro-batch), and the folder
+    quiet once after the second step (every open request given up). The micro-batch after a
+    flush gave up nothing, and the one after it only what went stale since: a request that went
+    stale in between was lost (2 of 8, found by review, /tmp/rev15/dbg_flush.py flush=1). And that
+    one reached back past the flush: requests given up at the flush came out again (/tmp/rev15,
+    late=400 idle=300: 2 twice). Now every micro-batch tells those given up at the last flush by
+    the packets read then."""
+    folder = tmp_path / "live"
+    folder.mkdir()
+    segments = sorted(_talk(seconds * 5, 200) + _slow_client(late_s, seconds, every_s), key=lambda s: s[0])
+    extra = {"ports": "9092", "quietTimeout": "3600", "idleTimeout": str(idle_s)}
+    reader, options = stream_reader(folder, "tansu_confluent_kafka_all_codecs", **extra)
+    offset, rows = reader.initialOffset(), []
+    for step, write in enumerate(_rotated_per_direction(folder, segments, 10, 6)):
+        write()
+        offset = drive(reader, options, offset, rows, ReadAllAvailable())
+        if step == 1:
+            offset = finish(reader, options, offset, rows)
+            reader.quiet_ns = 3600 * 10**9
+    finish(reader, options, offset, rows)
+    per_request: dict = {}
+    for e in rows:
+        if e.client_address.startswith("10.0.0.7"):
+            per_request.setdefault(e.correlation_id, []).append(e.status)
+    assert len(per_request) == len(range(5, seconds - late_s - 5, every_s))
+    once = ([["ok"]], [["unanswered", "ok"], ["unanswered", "request_missing"]])
+    assert all(sorted(statuses, reverse=True) in once[0] + once[1] for statuses in per_request.values()), per_request
