@@ -53,6 +53,12 @@ def destination_for(output: str | None, fmt: str | None) -> Destination:
         implied = "json"
     if implied and fmt and fmt != implied:
         raise ValueError(f"--output {output} is written as {implied}, not as --format {fmt}")
+    # (said before Spark starts and the queries run, not after the ones before it were printed)
+    if implied == PARQUET and os.path.isdir(output) and os.listdir(output):
+        raise ValueError(f"--output {output}: the directory exists and is not empty (Parquet is written to a new one)")
+    folder = os.path.dirname(os.path.abspath(output))
+    if implied != PARQUET and not os.path.isdir(folder):
+        raise ValueError(f"--output {output}: no directory {folder}")
     return Destination(implied or fmt or "table", output)
 
 

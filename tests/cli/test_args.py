@@ -139,3 +139,19 @@ def test_report_flags_are_checked_before_spark_starts(tmp_path, flags, message):
     with pytest.raises(UsageError, match=message):
         parse_command(["report", "x.pcap", *(f.format(tmp=tmp_path) for f in flags)])
     assert parse_command(["report", "x.pcap", "--top", "1", "--html", str(tmp_path / "r.html")]).top == 1
+
+
+def test_an_output_that_cannot_be_written_is_said_before_spark_starts(tmp_path):
+    """A Parquet directory already holding files, or a file in a folder that does not exist,
+    failed after Spark had started and the queries before it had been printed."""
+    full = tmp_path / "records.parquet"
+    full.mkdir()
+    (full / "part-0.parquet").write_bytes(b"")
+    with pytest.raises(UsageError, match="the directory exists and is not empty"):
+        parse_command(["sql", "a.pcap", "SELECT 1", "--output", str(full)])
+    with pytest.raises(UsageError, match="no directory"):
+        parse_command(["sql", "a.pcap", "SELECT 1", "--output", str(tmp_path / "nowhere" / "out.csv")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    command = parse_command(["sql", "a.pcap", "SELECT 1", "--output", str(empty)])
+    assert command.destinations == [Destination(PARQUET, str(empty))]
