@@ -2,7 +2,9 @@
 
 An exchange counts as not ok as in the HTML report (``report.queries.NOT_FINE``): a transport
 problem (its ``status``) or a response carrying an error code (``error_response``); a Produce
-with acks=0 that has no answer (``no_response``) and SASL tokens went as the protocol says. Records are the
+with acks=0 that has no answer (``no_response``) and SASL tokens went as the protocol says. The
+not-ok table says who and when (clients, first and last time) and names each file that did not
+read (``capture_error``), so that a folder of rotated files says which to look at. Records are the
 applications' records: transaction markers (control records) and fetched records of aborted
 transactions are left out of the counts, and produced records the broker refused are counted
 apart (``refused``), not as produced.
@@ -20,6 +22,14 @@ from .views import Summary
 # every error name of a group's responses (null if none), so that one does not stand for several
 _ERROR_NAMES = (
     "nullif(array_join(array_sort(array_distinct(flatten(collect_list(coalesce(error_names, array()))))), ', '), '')"
+)
+
+# Who a group of not-ok exchanges came from: the first few client ids (addresses where a client
+# sent none), and how many more. A capture error names its file instead: one row per bad file.
+_CLIENTS = "array_sort(collect_set(coalesce(client_id, client_address)))"
+_WHO = (
+    f"nullif(concat_ws(', ', slice({_CLIENTS}, 1, 3), "
+    f"CASE WHEN size({_CLIENTS}) > 3 THEN concat('+', size({_CLIENTS}) - 3, ' more') END), '')"
 )
 
 REPORT_QUERIES = {
@@ -70,12 +80,18 @@ REPORT_QUERIES = {
         ORDER BY produced + refused + fetched DESC, topic LIMIT {top}""",
     "Exchanges that are not ok": """
         SELECT outcome, coalesce(api_name, '-') AS api, count(*) AS exchanges,
+               date_format(min(coalesce(request_time, response_time)), 'yyyy-MM-dd HH:mm:ss') AS first,
+               date_format(max(coalesce(response_time, request_time)), 'yyyy-MM-dd HH:mm:ss') AS last,
+               CASE WHEN outcome = 'capture_error' THEN element_at(split(first(capture_file), '/'), -1) ELSE """
+    + _WHO
+    + """ END AS seen_in,
                CASE WHEN outcome = 'error_response' THEN """
     + _ERROR_NAMES
     + """ ELSE first(coalesce(error, array_join(error_names, ', ')), true) END AS example
         FROM exchanges WHERE """
     + NOT_FINE
-    + """ GROUP BY outcome, api_name ORDER BY exchanges DESC, outcome, api""",
+    + """ GROUP BY outcome, api_name, CASE WHEN outcome = 'capture_error' THEN capture_file END
+        ORDER BY exchanges DESC, outcome, api, seen_in""",
 }
 
 

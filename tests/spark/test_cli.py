@@ -150,8 +150,12 @@ def test_report_counts_error_responses_as_not_ok(commands):
     produce = next(line for line in per_api.splitlines() if line.startswith("Produce"))
     assert produce.split()[6] == "4" and "59 UNKNOWN_PRODUCER_ID" in produce  # not_ok, error codes
     not_ok = out.split("== Exchanges that are not ok ==")[1]
-    assert re.search(r"^error_response\s+Produce\s+4\s+UNKNOWN_PRODUCER_ID$", not_ok, re.MULTILINE), not_ok
-    assert re.search(r"^error_response\s+JoinGroup\s+1\s+MEMBER_ID_REQUIRED$", not_ok, re.MULTILINE), not_ok
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"  # first, last
+    producers = r"kw-producer-\w+, kw-producer-\w+, kw-producer-\w+, \+1 more"  # one refused Produce each
+    refused = rf"^error_response\s+Produce\s+4\s+{when}\s+{when}\s+{producers}\s+UNKNOWN_PRODUCER_ID$"
+    assert re.search(refused, not_ok, re.MULTILINE), not_ok
+    joined = rf"^error_response\s+JoinGroup\s+1\s+{when}\s+{when}\s+kw-consumer\s+MEMBER_ID_REQUIRED$"
+    assert re.search(joined, not_ok, re.MULTILINE), not_ok
     per_client = out.split("== Requests per client id ==")[1].split("==")[0].strip().splitlines()
     assert per_client[0].split()[-2:] == ["not_ok", "error_names"]
     refusing = [line.split() for line in per_client if line.split()[-1] == "UNKNOWN_PRODUCER_ID"]

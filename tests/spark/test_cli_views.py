@@ -7,6 +7,8 @@ with bodies: the same rows in every other column, and the same answers to every 
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from chispa import assert_df_equality
 
@@ -182,16 +184,57 @@ def test_two_files_of_the_same_traffic_are_read_once_and_said_to_count_it_twice_
 def test_the_not_ok_table_lists_every_error_name_of_a_group_not_one(spark):
     """Six Produces refused UNSUPPORTED_VERSION and four UNKNOWN_PRODUCER_ID are one group: its
     example named one of the two; other outcomes keep their error text."""
-    columns = "outcome string, api_name string, error string, error_names array<string>"
-    rows = [("error_response", "Produce", None, ["UNSUPPORTED_VERSION"])] * 6
-    rows += [("error_response", "Produce", None, ["UNKNOWN_PRODUCER_ID"])] * 4
-    rows += [("malformed", "Metadata", "1 bytes left after the response body", None)]
-    spark.createDataFrame(rows, columns).createOrReplaceTempView(EXCHANGES)
+    rows = [_not_ok("error_response", "Produce", None, ["UNSUPPORTED_VERSION"])] * 6
+    rows += [_not_ok("error_response", "Produce", None, ["UNKNOWN_PRODUCER_ID"])] * 4
+    rows += [_not_ok("malformed", "Metadata", "1 bytes left after the response body", None)]
+    spark.createDataFrame(rows, _NOT_OK_COLUMNS).createOrReplaceTempView(EXCHANGES)
     try:
         listed = spark.sql(REPORT_QUERIES["Exchanges that are not ok"]).collect()
         assert [(r.outcome, r.api, r.exchanges, r.example) for r in listed] == [
             ("error_response", "Produce", 10, "UNKNOWN_PRODUCER_ID, UNSUPPORTED_VERSION"),
             ("malformed", "Metadata", 1, "1 bytes left after the response body"),
+        ]
+    finally:
+        _drop(spark)
+
+
+_NOT_OK_COLUMNS = (
+    "outcome string, api_name string, error string, error_names array<string>, capture_file string,"
+    " client_id string, client_address string, request_time timestamp, response_time timestamp"
+)
+
+
+def _not_ok(outcome, api, error, names, capture_file="/captures/a.pcap", client_id="app", at=None):
+    sent = datetime(2026, 11, 27, 12, 0, at or 0, tzinfo=timezone.utc) if api else None
+    return (outcome, api, error, names, capture_file, client_id, "10.0.0.1:5000" if api else None, sent, sent)
+
+
+def test_the_not_ok_table_says_who_and_when_and_names_each_file_that_did_not_read(spark):
+    """Which clients, first and last time per group; capture errors one row per file, naming it
+    (two bad files of a folder were one row, with one example and neither name)."""
+    rows = [
+        _not_ok("error_response", "Produce", None, ["UNKNOWN_PRODUCER_ID"], client_id=c, at=n)
+        for n, c in enumerate(["p1", "p2", "p3", "p4", "p5", "p1"])
+    ]
+    rows += [_not_ok("unanswered", "Fetch", "no response", None, client_id=None, at=30)]
+    rows += [_not_ok("capture_error", None, "not a pcap", None, "/captures/notes.log", None)]
+    rows += [_not_ok("capture_error", None, "compressed stream ends early", None, "/captures/b.pcap.gz", None)]
+    spark.createDataFrame(rows, _NOT_OK_COLUMNS).createOrReplaceTempView(EXCHANGES)
+    try:
+        listed = spark.sql(REPORT_QUERIES["Exchanges that are not ok"]).collect()
+        assert [(r.outcome, r.api, r.exchanges, r.first, r.last, r.seen_in, r.example) for r in listed] == [
+            (
+                "error_response",
+                "Produce",
+                6,
+                "2026-11-27 12:00:00",
+                "2026-11-27 12:00:05",
+                "p1, p2, p3, +2 more",
+                "UNKNOWN_PRODUCER_ID",
+            ),
+            ("capture_error", "-", 1, None, None, "b.pcap.gz", "compressed stream ends early"),
+            ("capture_error", "-", 1, None, None, "notes.log", "not a pcap"),
+            ("unanswered", "Fetch", 1, "2026-11-27 12:00:30", "2026-11-27 12:00:30", "10.0.0.1:5000", "no response"),
         ]
     finally:
         _drop(spark)
