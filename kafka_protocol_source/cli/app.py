@@ -78,7 +78,8 @@ def _run(spark, command: Command, files: list[str], progress) -> int:
     register_views(spark, command.paths, _views_options(command), bodies=command.name != "report")
     summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
     if summary.kafka == 0:
-        message = no_kafka_message(command.paths, summary, command.options["ports"], files)
+        detect = str(command.options.get("detectKafka", "true")).lower() != "false"
+        message = no_kafka_message(command.paths, summary, command.options["ports"], files, detect)
         if command.name != "shell":
             progress.stop()
             _fail(message)

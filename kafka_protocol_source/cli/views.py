@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import io
 import os
+from collections import Counter
 from dataclasses import dataclass
 
-from ..capture import CaptureError, TcpSegment, read_packets
+from ..capture import ACK, SYN, CaptureError, TcpSegment, read_packets
 from ..framing.model import REQUEST_MISSING, UNANSWERED
 from ..report.queries import NOT_FINE
 from ..views.exchanges import BODY_COLUMNS
@@ -144,9 +145,10 @@ def duplicates(spark) -> Duplicates:
     return Duplicates(**row.asDict())
 
 
-def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str]) -> str:
+def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str], detect: bool = True) -> str:
     where = ", ".join(paths)
-    if summary.exchanges == 0 and without_tcp(files):
+    servers = tcp_servers(files) if summary.exchanges == 0 else Counter[int]()
+    if summary.exchanges == 0 and not servers and without_tcp(files):
         whole = all(os.path.getsize(f) <= SCANNED_BYTES for f in files)
         start = "" if whole else f" (in its first {SCANNED_BYTES >> 20} MiB)"
         return (
@@ -155,12 +157,37 @@ def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list
             "(e.g. 'tcp port 9092 or udp port 4789')"
         )
     if summary.exchanges == 0:
+        others = "others found by decoding first requests" if detect else "no others looked at: detectKafka=false"
+        seen = ", ".join(f"{port} ({n} connection{'' if n == 1 else 's'})" for port, n in servers.most_common(5))
+        hint = f" (TCP servers seen on ports {seen}: --ports {servers.most_common(1)[0][0]}, say)" if servers else ""
         return (
-            f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, "
-            f"others found by decoding first requests); name the brokers' ports with --ports"
+            f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, {others}); "
+            f"name the brokers' ports with --ports{hint}"
         )
     rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
     return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"
+
+
+def tcp_servers(files: list[str]) -> Counter[int]:
+    """Per server port, how many connections the first ``SCANNED_BYTES`` of the files hold: the
+    port a SYN went to, or where no SYN was captured, the lower of the two (clients' ports are
+    ephemeral, high)."""
+    servers: dict[tuple, int] = {}
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                head = io.BytesIO(f.read(SCANNED_BYTES))
+            for x in read_packets(head):
+                if type(x) is not TcpSegment:
+                    continue
+                key = tuple(sorted(((x.src_ip, x.src_port), (x.dst_ip, x.dst_port))))
+                if x.flags & SYN and not x.flags & ACK:
+                    servers[key] = x.dst_port
+                else:
+                    servers.setdefault(key, min(x.src_port, x.dst_port))
+        except (CaptureError, OSError):
+            continue
+    return Counter(servers.values())
 
 
 def without_tcp(files: list[str]) -> bool:

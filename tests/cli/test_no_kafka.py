@@ -37,6 +37,22 @@ def test_tcp_that_is_not_kafka_asks_for_the_brokers_ports(tmp_path):
     assert "no connection looked like Kafka (broker ports 9092" in message(files)
 
 
+def test_tcp_that_is_not_kafka_names_the_server_ports_seen(tmp_path):
+    """The ports to try: where a SYN went, else the lower port of a connection (a capture joined
+    mid-stream); the busiest first. With detection off, the message does not claim it ran."""
+    syn = b.ether(b.ipv4("10.0.0.1", "10.0.0.2", b.tcp(40001, 33325, 1, flags=b.SYN)))
+    mid = [b.ether(b.ipv4("10.0.0.2", "10.0.0.1", b.tcp(33325, 40000 + n, 1, payload=b"x"))) for n in range(2, 5)]
+    files = [capture(tmp_path, "a.pcap", [syn, *mid, HTTP])]
+    got = message(files)
+    assert got.endswith(
+        "name the brokers' ports with --ports (TCP servers seen on ports 33325 (4 connections), 80 (1 connection):"
+        " --ports 33325, say)"
+    ), got
+    assert "others found by decoding first requests" in got
+    off = no_kafka_message(files, NOTHING, "9093", files, detect=False)
+    assert "(broker ports 9093, no others looked at: detectKafka=false)" in off
+
+
 def test_tcp_inside_a_tunnel_we_read_is_tcp(tmp_path):
     vxlan = b.ether(b.ipv4("10.0.0.1", "10.0.0.2", b.vxlan(HTTP), proto=17))
     assert "no connection looked like Kafka" in message([capture(tmp_path, "vxlan.pcap", [vxlan])])
