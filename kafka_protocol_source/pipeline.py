@@ -107,6 +107,19 @@ def read_capture(
     return read_with(path, options)
 
 
+_NOT_A_CAPTURE = "not a pcap, pcapng or Kafka stream dump: {}"
+
+
+def unreadable(path: str, options: CaptureOptions) -> str | None:
+    """Why ``read_with`` reads nothing of ``path`` but a ``capture_error`` row (None: it reads it,
+    as a capture or a stream dump); from the file's first bytes."""
+    try:
+        detect_format(path)
+    except CaptureError as not_a_capture:
+        return None if is_dump(path, _context([path], options)) else _NOT_A_CAPTURE.format(not_a_capture)
+    return None
+
+
 def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = None) -> Iterator[Exchange]:
     """``read_capture`` with its options as one value, and only the connections ``scope`` takes.
     Of several files, those that are not captures (a stream dump, a file that is gone or is
@@ -123,7 +136,7 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
                 if is_dump(p, ctx):
                     yield from read_dump(p, ctx)
                 else:
-                    yield _capture_error(ctx, f"not a pcap, pcapng or Kafka stream dump: {not_a_capture}")
+                    yield _capture_error(ctx, _NOT_A_CAPTURE.format(not_a_capture))
     captures = [p for p in paths if p not in others]
     if captures:  # (numbered as ``paths`` are: an emit rule or a caller may name them by number)
         ctx = replace(_context(paths, options), capture_file=captures[0])

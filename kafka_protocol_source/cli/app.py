@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         _fail(str(e))
         return USAGE
+    except NothingToRead as e:
+        _fail(str(e))
+        return NO_KAFKA
     _use_utc()
     try:
         spark, jvm_log = start_session(command.master, command.verbose)
@@ -139,6 +142,7 @@ def _check_before_spark(command: Command) -> tuple[InputSize, list[str]]:
         raise UsageError(str(e)) from e
     if not files:
         raise UsageError(f"no capture files in {', '.join(command.paths)}")
+    _some_readable(command.paths, files, options)
     if not _java_available():
         raise UsageError(
             "Spark needs Java (17 or newer): install a JDK, e.g. "
@@ -148,6 +152,30 @@ def _check_before_spark(command: Command) -> tuple[InputSize, list[str]]:
         len(files), sum(os.path.getsize(f) for f in files), len(plan_partitions(files, options.split_size))
     )
     return size, files
+
+
+class NothingToRead(Exception):
+    """No file given is a capture or a stream dump: said before Spark starts, with why."""
+
+
+def _some_readable(paths: list[str], files: list[str], options) -> None:
+    """Raises ``NothingToRead`` when no file is one the source reads (each would be a
+    ``capture_error`` row), from their first bytes: a minute of Spark said that before."""
+    from ..pipeline import CaptureOptions, unreadable  # noqa: PLC0415
+
+    reading = CaptureOptions(max_frame_size=options.max_frame_size)
+    why = {}
+    for f in files:
+        reason = unreadable(f, reading)
+        if reason is None:
+            return
+        why[f] = reason
+    if list(why) == paths:
+        listed = "; ".join(why.values()) if len(why) == 1 else "; ".join(f"{f}: {r}" for f, r in why.items())
+        raise NothingToRead(f"no Kafka traffic in {', '.join(paths)}: {listed}")
+    listed = "; ".join(f"{f}: {reason}" for f, reason in list(why.items())[:3])
+    more = f" (and {len(why) - 3} more files)" if len(why) > 3 else ""
+    raise NothingToRead(f"no Kafka traffic in {', '.join(paths)}: no file is a capture: {listed}{more}")
 
 
 def _json_list(paths: list[str]) -> str:

@@ -76,3 +76,25 @@ def test_a_file_that_is_not_a_capture_is_not_said_to_lack_tcp(tmp_path, content)
 def test_rows_that_are_not_kafka_are_what_the_message_shows(tmp_path):
     rows = Summary(exchanges=1, kafka=0, connections=0, not_ok=1, first=None, last=None, problem="capture_error: x")
     assert message([capture(tmp_path, "dns.pcap", [DNS])], rows).endswith("(1 row, e.g. capture_error: x)")
+
+
+def test_a_folder_of_files_none_a_capture_is_said_before_spark_starts(tmp_path):
+    """Each would be a capture_error row: a minute of Spark said so. One capture (or stream dump)
+    among them is enough to read."""
+    from types import SimpleNamespace
+
+    from kafka_protocol_source.cli.app import NothingToRead, _some_readable
+
+    options = SimpleNamespace(max_frame_size=100 * 2**20)
+    notes = [tmp_path / f"notes-{n}.log" for n in range(5)]
+    for f in notes:
+        f.write_text("not a capture\n")
+    files = [str(f) for f in notes]
+    with pytest.raises(NothingToRead) as said:
+        _some_readable([str(tmp_path)], files, options)
+    assert str(said.value).startswith(f"no Kafka traffic in {tmp_path}: no file is a capture: {files[0]}: not a pcap")
+    assert str(said.value).endswith("(and 2 more files)")
+    _some_readable([str(tmp_path)], [*files, capture(tmp_path, "http.pcap", [HTTP])], options)
+    dump = tmp_path / "dump.bin"
+    dump.write_bytes(b"\0\0\0\x05hello" * 3)
+    _some_readable([str(tmp_path)], [*files, str(dump)], options)

@@ -267,10 +267,10 @@ def test_a_file_that_is_not_a_capture_exits_3(commands, out_dir):
     result = commands["not_kafka"]
     assert result.returncode == 3
     assert result.stdout == ""
-    assert result.stderr.startswith(
-        f"kafka-wire: no Kafka traffic in {out_dir / 'notes.pcap'} (1 row, e.g. "
-        "capture_error: not a pcap, pcapng or Kafka stream dump"
-    )
+    assert result.stderr.startswith(  # (said from its first bytes, before Spark starts)
+        f"kafka-wire: no Kafka traffic in {out_dir / 'notes.pcap'}: not a pcap, pcapng or Kafka stream dump: "
+        "not a pcap or pcapng capture (first bytes 74686573)"
+    ), result.stderr
 
 
 # -- mistakes found before Spark starts: no JVM -----------------------------------------------
