@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     report = sub.add_parser("report", parents=[common], help="print a traffic summary of the captures")
     report.add_argument("paths", nargs="+", help=PATHS_HELP)
-    report.add_argument("--top", type=int, default=10, help="how many topics to list")
+    report.add_argument("--top", type=int, default=10, help="how many topics to list (default 10)")
     report.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots to FILE")
     sql = sub.add_parser(
         "sql",

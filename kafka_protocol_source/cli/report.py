@@ -24,6 +24,13 @@ _ERROR_NAMES = (
     "nullif(array_join(array_sort(array_distinct(flatten(collect_list(coalesce(error_names, array()))))), ', '), '')"
 )
 
+# Requests the broker answers only after waiting by design: their latency is mostly that wait.
+WAITING_APIS = frozenset({"Fetch", "JoinGroup", "SyncGroup", "ShareFetch"})
+WAITED = (
+    "the broker holds these until data comes or a wait ends (fetch.max.wait.ms, the group's rebalance), "
+    "so their latency, and a p99 over requests that include them, is mostly that wait"
+)
+
 # Who a group of not-ok exchanges came from: the first few client ids (addresses where a client
 # sent none), and how many more. A capture error names its file instead: one row per bad file.
 _CLIENTS = "array_sort(collect_set(coalesce(client_id, client_address)))"
@@ -57,6 +64,19 @@ REPORT_QUERIES = {
     + _ERROR_NAMES
     + """ AS error_names
         FROM exchanges GROUP BY 1 ORDER BY requests DESC, client_id""",
+    "Requests per broker": """
+        SELECT coalesce(broker_address, '(none)') AS broker, count(*) AS requests,
+               count(DISTINCT connection_id) AS connections,
+               count(DISTINCT coalesce(client_id, client_address)) AS clients,
+               round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
+               count_if("""
+    + NOT_FINE
+    + """) AS not_ok,
+               """
+    + _ERROR_NAMES
+    + """ AS error_names
+        FROM exchanges GROUP BY 1 ORDER BY requests DESC, broker""",
     "Top topics by records": """
         SELECT """
     + TOPIC_LABEL
@@ -102,9 +122,13 @@ def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullco
         out.flush()
     for title, query in REPORT_QUERIES.items():
         rows = spark.sql(query.format(top=top)).collect()
+        waits = sorted(WAITING_APIS & {r.api for r in rows}) if title == "Requests per API" else []
         with quiet():
             out.write(f"== {title} ==\n")
-            out.write((report_table([r.asDict() for r in rows]) if rows else "(none)") + "\n\n")
+            out.write((report_table([r.asDict() for r in rows]) if rows else "(none)") + "\n")
+            if waits:
+                out.write(f"({', '.join(waits)}: {WAITED}.)\n")
+            out.write("\n")
             out.flush()
 
 

@@ -156,6 +156,20 @@ def test_report_counts_error_responses_as_not_ok(commands):
     assert re.search(refused, not_ok, re.MULTILINE), not_ok
     joined = rf"^error_response\s+JoinGroup\s+1\s+{when}\s+{when}\s+kw-consumer\s+MEMBER_ID_REQUIRED$"
     assert re.search(joined, not_ok, re.MULTILINE), not_ok
+    assert "(Fetch, JoinGroup, SyncGroup: the broker holds these until data comes" in per_api
+    per_broker = out.split("== Requests per broker ==")[1].split("==")[0].strip().splitlines()
+    assert per_broker[0].split() == [
+        "broker",
+        "requests",
+        "connections",
+        "clients",
+        "p50_ms",
+        "p99_ms",
+        "not_ok",
+        "error_names",
+    ]
+    total = int(re.search(r"^(\d+) exchanges on", out, re.MULTILINE).group(1))
+    assert sum(int(line.split()[1]) for line in per_broker[2:]) == total, per_broker  # (header, rule, rows)
     per_client = out.split("== Requests per client id ==")[1].split("==")[0].strip().splitlines()
     assert per_client[0].split()[-2:] == ["not_ok", "error_names"]
     refusing = [line.split() for line in per_client if line.split()[-1] == "UNKNOWN_PRODUCER_ID"]
