@@ -24,6 +24,9 @@ _ERROR_NAMES = (
     "nullif(array_join(array_sort(array_distinct(flatten(collect_list(coalesce(error_names, array()))))), ', '), '')"
 )
 
+# How many of a group's exchanges were not ok, and every error name of its responses.
+_NOT_OK_AND_ERRORS = f"count_if({NOT_FINE}) AS not_ok, {_ERROR_NAMES} AS error_names"
+
 # Requests the broker answers only after waiting by design: their latency is mostly that wait.
 WAITING_APIS = frozenset({"Fetch", "JoinGroup", "SyncGroup", "ShareFetch"})
 WAITED = (
@@ -56,26 +59,18 @@ REPORT_QUERIES = {
     "Requests per client id": """
         SELECT coalesce(client_id, '(none)') AS client_id, count(*) AS requests,
                count(DISTINCT api_name) AS apis, count(DISTINCT connection_id) AS connections,
-               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
-               count_if("""
-    + NOT_FINE
-    + """) AS not_ok,
-               """
-    + _ERROR_NAMES
-    + """ AS error_names
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms, """
+    + _NOT_OK_AND_ERRORS
+    + """
         FROM exchanges GROUP BY 1 ORDER BY requests DESC, client_id""",
     "Requests per broker": """
         SELECT coalesce(broker_address, '(none)') AS broker, count(*) AS requests,
                count(DISTINCT connection_id) AS connections,
                count(DISTINCT coalesce(client_id, client_address)) AS clients,
                round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
-               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
-               count_if("""
-    + NOT_FINE
-    + """) AS not_ok,
-               """
-    + _ERROR_NAMES
-    + """ AS error_names
+               round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms, """
+    + _NOT_OK_AND_ERRORS
+    + """
         FROM exchanges GROUP BY 1 ORDER BY requests DESC, broker""",
     "Top topics by records": """
         SELECT """
