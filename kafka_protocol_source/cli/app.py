@@ -81,8 +81,7 @@ def _run(spark, command: Command, files: list[str], progress) -> int:
     register_views(spark, command.paths, _views_options(command), bodies=command.name != "report")
     summary = summarize(spark)  # reads the exchanges once; later queries use the cached view
     if summary.kafka == 0:
-        detect = str(command.options.get("detectKafka", "true")).lower() != "false"
-        message = no_kafka_message(command.paths, summary, command.options["ports"], files, detect)
+        message = no_kafka_message(command.paths, summary, command.options["ports"], files, _read_options(command))
         if command.name != "shell":
             progress.stop()
             _fail(message)
@@ -131,12 +130,12 @@ def _check_before_spark(command: Command) -> tuple[InputSize, list[str]]:
             registry_for(command.options["specs"])
         except (OSError, ValueError) as e:
             raise UsageError(f"--specs: {e}") from e
-    from ..spark.options import OptionError, ReadOptions  # noqa: PLC0415 - imports pyspark (no JVM)
+    from ..spark.options import OptionError  # noqa: PLC0415 - imports pyspark (no JVM)
     from ..spark.partition_reader import plan_partitions  # noqa: PLC0415
     from ..spark.paths import expand  # noqa: PLC0415
 
     try:
-        options = ReadOptions.parse({**command.options, "paths": _json_list(command.paths)})
+        options = _read_options(command)
         files = expand(options.paths, options.recursive, options.glob_filter)
     except (OptionError, FileNotFoundError) as e:
         raise UsageError(str(e)) from e
@@ -176,6 +175,13 @@ def _some_readable(paths: list[str], files: list[str], options) -> None:
     listed = "; ".join(f"{f}: {reason}" for f, reason in list(why.items())[:3])
     more = f" (and {len(why) - 3} more files)" if len(why) > 3 else ""
     raise NothingToRead(f"no Kafka traffic in {', '.join(paths)}: no file is a capture: {listed}{more}")
+
+
+def _read_options(command: Command):
+    """The command's options as the source reads them (their names in any case, their values as it parses them)."""
+    from ..spark.options import ReadOptions  # noqa: PLC0415 - imports pyspark (no JVM)
+
+    return ReadOptions.parse({**command.options, "paths": _json_list(command.paths)})
 
 
 def _json_list(paths: list[str]) -> str:

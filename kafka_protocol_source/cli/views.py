@@ -145,10 +145,14 @@ def duplicates(spark) -> Duplicates:
     return Duplicates(**row.asDict())
 
 
-def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str], detect: bool = True) -> str:
+def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list[str], options=None) -> str:
+    """Why a read found no Kafka: ``options`` are the reader's (``ReadOptions``; None: the defaults)."""
     where = ", ".join(paths)
-    servers = tcp_servers(files) if summary.exchanges == 0 else Counter[int]()
-    if summary.exchanges == 0 and not servers and without_tcp(files):
+    if summary.exchanges:
+        rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
+        return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"
+    servers, every_capture = tcp_servers(files)
+    if every_capture and not servers:
         whole = all(os.path.getsize(f) <= SCANNED_BYTES for f in files)
         start = "" if whole else f" (in its first {SCANNED_BYTES >> 20} MiB)"
         return (
@@ -156,23 +160,23 @@ def no_kafka_message(paths: list[str], summary: Summary, ports: str, files: list
             "VXLAN, Geneve, GRE, ERSPAN and IP-in-IP tunnels; capture it with a filter that lets it through "
             "(e.g. 'tcp port 9092 or udp port 4789')"
         )
-    if summary.exchanges == 0:
-        others = "others found by decoding first requests" if detect else "no others looked at: detectKafka=false"
-        seen = ", ".join(f"{port} ({n} connection{'' if n == 1 else 's'})" for port, n in servers.most_common(5))
-        hint = f" (TCP servers seen on ports {seen}: --ports {servers.most_common(1)[0][0]}, say)" if servers else ""
-        return (
-            f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, {others}); "
-            f"name the brokers' ports with --ports{hint}"
-        )
-    rows = f"{summary.exchanges} row{'' if summary.exchanges == 1 else 's'}"
-    return f"no Kafka traffic in {where} ({rows}, e.g. {summary.problem})"
+    detect = options is None or options.detect_kafka
+    others = "others found by decoding first requests" if detect else "no others looked at: detectKafka=false"
+    seen = ", ".join(f"{port} ({n} connection{'' if n == 1 else 's'})" for port, n in servers.most_common(5))
+    hint = f" (TCP servers seen on ports {seen}: --ports {servers.most_common(1)[0][0]}, say)" if servers else ""
+    return (
+        f"no Kafka traffic in {where}: no connection looked like Kafka (broker ports {ports}, {others}); "
+        f"name the brokers' ports with --ports{hint}"
+    )
 
 
-def tcp_servers(files: list[str]) -> Counter[int]:
-    """Per server port, how many connections the first ``SCANNED_BYTES`` of the files hold: the
-    port a SYN went to, or where no SYN was captured, the lower of the two (clients' ports are
-    ephemeral, high)."""
+def tcp_servers(files: list[str]) -> tuple[Counter[int], bool]:
+    """Per server port, how many connections the first ``SCANNED_BYTES`` of the files hold (the
+    port a SYN went to, or where no SYN was captured, the lower of the two: clients' ports are
+    ephemeral, high); and whether every file is a capture (a stream dump, or a file that cannot
+    be read, says nothing of TCP)."""
     servers: dict[tuple, int] = {}
+    every_capture = bool(files)
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -186,19 +190,5 @@ def tcp_servers(files: list[str]) -> Counter[int]:
                 else:
                     servers.setdefault(key, min(x.src_port, x.dst_port))
         except (CaptureError, OSError):
-            continue
-    return Counter(servers.values())
-
-
-def without_tcp(files: list[str]) -> bool:
-    """Whether every file is a capture with no TCP segment in its first ``SCANNED_BYTES`` (a
-    stream dump, or a file that cannot be read, says nothing of TCP)."""
-    for path in files:
-        try:
-            with open(path, "rb") as f:
-                head = io.BytesIO(f.read(SCANNED_BYTES))
-            if any(type(x) is TcpSegment for x in read_packets(head)):
-                return False
-        except (CaptureError, OSError):
-            return False
-    return bool(files)
+            every_capture = False
+    return Counter(servers.values()), every_capture

@@ -128,13 +128,12 @@ class EmitRule:
         if self.answer_wait_ns is None or ex.status != OK:
             return (ex,)
         from_packet = self.by_time_from.get(ex.response_file or ex.capture_file)
+        if from_packet is None or (ex.response_packet or 0) < from_packet:
+            return (ex,)
         sent_ns, answered_ns = _ns(ex.request_time), _ns(ex.response_time)
-        if from_packet is None or (ex.response_packet or 0) < from_packet or sent_ns is None or answered_ns is None:
+        if sent_ns is None or answered_ns is None or answered_ns - sent_ns <= self.answer_wait_ns:
             return (ex,)
-        late_ns = answered_ns - sent_ns
-        if late_ns <= self.answer_wait_ns:
-            return (ex,)
-        return _given_up(ex), _answer_alone(ex, late_ns)
+        return _given_up(ex), _answer_alone(ex, answered_ns - sent_ns)
 
     def verdict(self, ex, paths) -> int:
         """``SKIP``: not this micro-batch's; ``EMIT``; ``LATE``: a request given up as unanswered

@@ -3,6 +3,8 @@ it out), or TCP that did not look like Kafka (name the ports), or rows that say 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from kafka_protocol_source.cli import views
@@ -49,7 +51,7 @@ def test_tcp_that_is_not_kafka_names_the_server_ports_seen(tmp_path):
         " --ports 33325, say)"
     ), got
     assert "others found by decoding first requests" in got
-    off = no_kafka_message(files, NOTHING, "9093", files, detect=False)
+    off = no_kafka_message(files, NOTHING, "9093", files, SimpleNamespace(detect_kafka=False))
     assert "(broker ports 9093, no others looked at: detectKafka=false)" in off
 
 
@@ -81,8 +83,6 @@ def test_rows_that_are_not_kafka_are_what_the_message_shows(tmp_path):
 def test_a_folder_of_files_none_a_capture_is_said_before_spark_starts(tmp_path):
     """Each would be a capture_error row: a minute of Spark said so. One capture (or stream dump)
     among them is enough to read."""
-    from types import SimpleNamespace
-
     from kafka_protocol_source.cli.app import NothingToRead, _some_readable
 
     options = SimpleNamespace(max_frame_size=100 * 2**20)
