@@ -1,7 +1,8 @@
 """Every example in README.md runs as written.
 
 The fenced blocks are taken from the README itself: ``python`` blocks run in the shared
-SparkSession (as ``spark``), ``sql`` blocks statement by statement with ``spark.sql``, and
+SparkSession (as ``spark``), ``sql`` blocks statement by statement with ``spark.sql`` (split as
+``kafka-wire shell`` splits them, so that they paste into it), and
 ``bash`` blocks with bash, in a directory holding ``captures/``; the views' ``sql`` examples,
 indented in their list items, against their view of ``captures/``. ``captures/`` in the examples
 stands for the reader's own capture directory: here it is a directory filled with two sample
@@ -21,6 +22,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from kafka_protocol_source.cli.statements import StatementSplitter
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -81,10 +84,12 @@ def test_python_examples(spark, workdir, own_temp_views, index, capsys):
 
 @pytest.mark.parametrize("index", range(len(blocks("sql"))))
 def test_sql_examples(spark, workdir, own_temp_views, index):
-    statements = [s.strip() for s in absolute(blocks("sql")[index], workdir).split(";\n") if s.strip()]
-    assert statements
+    splitter = StatementSplitter()
+    lines = absolute(blocks("sql")[index], workdir).splitlines()
+    statements = [statement.text for line in lines for statement in splitter.feed(line)]
+    assert statements and not splitter.pending  # each ended by its ';'
     for statement in statements:
-        spark.sql(statement.rstrip(";")).collect()
+        spark.sql(statement).collect()
 
 
 @pytest.mark.parametrize("view", ["connections", "groups", "lag"])

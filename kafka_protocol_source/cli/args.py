@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
         "path ending in .parquet or a directory; - is stdout (one --output per query)",
     )
     shell = sub.add_parser(
-        "shell", parents=[common, results], help="read queries from stdin, one per line, over one Spark session"
+        "shell",
+        parents=[common, results],
+        help="read SQL statements from stdin, each ended by ';', over one Spark session",
     )
     shell.add_argument("paths", nargs="+", help=PATHS_HELP)
     return parser

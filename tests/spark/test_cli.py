@@ -21,7 +21,7 @@ from collections import Counter
 import pytest
 
 from kafka_protocol_source.cli import REPORT_QUERIES
-from kafka_protocol_source.cli.errors import STDOUT_CLOSED
+from kafka_protocol_source.cli.errors import STDOUT_CLOSED, USAGE
 from kafka_protocol_source.cli.progress import NoProgress
 from kafka_protocol_source.cli.shell import run_shell
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
@@ -92,11 +92,13 @@ def commands(out_dir):
             "json",
             stdin="\n".join(
                 [
-                    "SELECT api_nam FROM exchanges",
-                    "-- a comment, then a query over the old view name",
-                    "SELECT outcome, count(*) AS n FROM traffic GROUP BY outcome ORDER BY outcome;",
+                    "SELECT api_nam FROM exchanges;",
+                    "-- a comment, then a statement over three lines, over the old view name",
+                    "SELECT outcome, count(*) AS n",
+                    "FROM traffic -- ; in a comment ends nothing",
+                    "GROUP BY outcome ORDER BY outcome; SELECT 'quit ends the input: this runs' AS x",
                     "quit",
-                    "SELECT 'not run after quit' AS x",
+                    "SELECT 'not run after quit' AS x;",
                 ]
             )
             + "\n",
@@ -227,7 +229,9 @@ def test_shell_reads_piped_queries_and_goes_on_after_an_error(commands):
         "error_response" if e.status == "ok" and e.api_name == "Produce" else e.status
         for e in exchanges(TANSU_REJECTED)
     )
-    assert rows == [{"outcome": k, "n": v} for k, v in sorted(expected.items())]
+    assert rows == [{"outcome": k, "n": v} for k, v in sorted(expected.items())] + [
+        {"x": "quit ends the input: this runs"}
+    ]
 
 
 def test_failfast_is_one_line_and_exit_code_1(commands):
@@ -264,10 +268,20 @@ class ClosedPipe(io.StringIO):
 
 
 def test_the_shell_stops_reading_queries_when_its_results_have_no_reader(spark):
-    stdin, stderr = io.StringIO("SELECT 1 AS x\nSELECT 2 AS x\n"), io.StringIO()
+    stdin, stderr = io.StringIO("SELECT 1 AS x;\nSELECT 2 AS x;\n"), io.StringIO()
     with pytest.raises(BrokenPipeError):
         run_shell(spark, stdin, ClosedPipe(), stderr, "json", 10, NoProgress())
-    assert (stderr.getvalue(), stdin.readline()) == ("", "SELECT 2 AS x\n")
+    assert (stderr.getvalue(), stdin.readline()) == ("", "SELECT 2 AS x;\n")
+
+
+def test_a_statement_over_several_lines_that_fails_names_its_lines(spark):
+    """Statements written one per line without ';' are one statement: its error says so."""
+    stdin, stdout, stderr = io.StringIO("SELECT 1 AS x;\nSELECT 2 AS x\nSELECT 3 AS x;\n"), io.StringIO(), io.StringIO()
+    assert run_shell(spark, stdin, stdout, stderr, "json", 10, NoProgress()) == USAGE
+    assert stdout.getvalue() == '{"x":1}\n'
+    error = stderr.getvalue()
+    assert error.startswith("kafka-wire: [PARSE_SYNTAX_ERROR]"), error
+    assert error.endswith(" (the statement of lines 2-3: statements end with ';')\n"), error
 
 
 def test_verbose_gives_spark_its_log_back(commands):
