@@ -96,7 +96,7 @@ def _run(spark, command: Command, files: list[str], progress) -> int:
     if command.name == "report":
         with progress.paused():
             sys.stderr.write(f"kafka-wire report: {', '.join(command.paths)}\n")
-        print_report(spark, summary, command.top, sys.stdout, quiet)
+        print_report(spark, summary, command.top, sys.stdout, quiet, command.format)
         if command.html:
             from ..report import write_html_report  # noqa: PLC0415 - only --html needs it
 

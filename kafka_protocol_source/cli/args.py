@@ -22,6 +22,7 @@ from importlib import metadata
 
 from .errors import USAGE, UsageError
 from .output import DEFAULT_MAX_ROWS, FORMATS, Destination, destination_for
+from .report import REPORT_FORMATS
 from .views import VIEW_LIST
 
 PATHS_HELP = "pcap/pcapng files (.gz too), stream dumps, directories, globs"
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("paths", nargs="+", help=PATHS_HELP)
     report.add_argument("--top", type=int, default=10, help="how many topics to list (default 10)")
     report.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots to FILE")
+    report.add_argument(
+        "--format",
+        choices=REPORT_FORMATS,
+        default="table",
+        help="table (default), or json: one document, a key per section and the summary's counts",
+    )
     sql = sub.add_parser(
         "sql",
         parents=[common, results],
@@ -188,7 +195,7 @@ def parse_command(argv: list[str] | None) -> Command:
             raise UsageError("--top must be 1 or more")
         if args.html is not None:
             _check_writable(args.html)
-        return Command("report", args.paths, top=args.top, html=args.html, **common)
+        return Command("report", args.paths, top=args.top, html=args.html, format=args.format, **common)
     if args.max_rows < 0:
         raise UsageError("--max-rows must be 0 (all) or more")
     if args.command == "shell":

@@ -13,10 +13,13 @@ apart (``refused``), not as produced.
 from __future__ import annotations
 
 import contextlib
+import json
+import re
+from dataclasses import asdict
 
 from ..report.queries import API_LABEL, APPLICATIONS_ONLY, NOT_FINE, PRODUCED, REFUSED, TOPIC_LABEL
 from ..spec.error_codes import error_name
-from .output import render_table
+from .output import json_value, render_table
 from .views import Summary
 
 # every error name of a group's responses (null if none), so that one does not stand for several
@@ -47,7 +50,7 @@ REPORT_QUERIES = {
         SELECT """
     + API_LABEL
     + """ AS api, count(*) AS requests,
-               concat_ws(',', transform(array_sort(collect_set(api_version)), v -> cast(v AS string))) AS versions,
+               array_sort(collect_set(api_version)) AS versions,
                count(DISTINCT client_id) AS clients,
                round(percentile_approx(latency_ms, 0.5), 2) AS p50_ms,
                round(percentile_approx(latency_ms, 0.99), 2) AS p99_ms,
@@ -110,8 +113,20 @@ REPORT_QUERIES = {
 }
 
 
-def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullcontext) -> None:
-    """Each section is queried, then printed inside ``quiet()``."""
+REPORT_FORMATS = ("table", "json")
+
+
+def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullcontext, fmt: str = "table") -> None:
+    """Each section is queried, then printed inside ``quiet()``; as JSON, one document once all are."""
+    if fmt == "json":
+        document: dict[str, object] = {"summary": summary_json(summary)}
+        for title, query in REPORT_QUERIES.items():
+            rows = spark.sql(query.format(top=top)).collect()
+            document[section_key(title)] = [_row_json(r.asDict()) for r in rows]
+        with quiet():
+            out.write(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
+            out.flush()
+        return
     with quiet():
         out.write(f"\n{summary.describe()}\n\n")
         out.flush()
@@ -127,10 +142,31 @@ def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullco
             out.flush()
 
 
+def section_key(title: str) -> str:
+    """A section's name in the JSON report: "Requests per API" is ``requests_per_api``."""
+    return re.sub(r"\W+", "_", title.strip().lower())
+
+
+def summary_json(summary: Summary) -> dict:
+    fields = {k: json_value(v) for k, v in asdict(summary).items()}
+    rest = summary.not_ok - summary.error_responses - summary.requests_missing - summary.unanswered
+    return {**fields, "cut_or_unreadable": rest}
+
+
+def _row_json(row: dict) -> dict:
+    """As the table shows it, in JSON's types: error codes with their names."""
+    codes = row.get("error_codes")
+    if codes is not None:
+        row = {**row, "error_codes": [{"code": c, "name": error_name(c)} for c in codes]}
+    return {k: json_value(v) for k, v in row.items()}
+
+
 def report_table(rows: list[dict]) -> str:
     def cell(key, value):
         if key == "error_codes" and value is not None:
             return ", ".join(f"{c} {error_name(c)}" for c in value) or "-"
+        if isinstance(value, list):
+            return ",".join(map(str, value)) or "-"
         return "-" if value is None else str(value)
 
     keys = list(rows[0])

@@ -141,6 +141,13 @@ def test_report_flags_are_checked_before_spark_starts(tmp_path, flags, message):
     assert parse_command(["report", "x.pcap", "--top", "1", "--html", str(tmp_path / "r.html")]).top == 1
 
 
+def test_the_report_is_a_table_or_json():
+    assert parse_command(["report", "x.pcap"]).format == "table"
+    assert parse_command(["report", "x.pcap", "--format", "json"]).format == "json"
+    with pytest.raises(SystemExit):  # csv: a report is several tables
+        parse_command(["report", "x.pcap", "--format", "csv"])
+
+
 def test_an_output_that_cannot_be_written_is_said_before_spark_starts(tmp_path):
     """A Parquet directory already holding files, or a file in a folder that does not exist,
     failed after Spark had started and the queries before it had been printed."""

@@ -23,6 +23,7 @@ import pytest
 from kafka_protocol_source.cli import REPORT_QUERIES
 from kafka_protocol_source.cli.errors import STDOUT_CLOSED, USAGE
 from kafka_protocol_source.cli.progress import NoProgress
+from kafka_protocol_source.cli.report import section_key
 from kafka_protocol_source.cli.shell import run_shell
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 
@@ -61,6 +62,7 @@ def commands(out_dir):
     not_a_capture.write_text("these are my notes, not a capture\n")
     return {
         "report": run("report", str(TANSU_CONFLUENT), str(TANSU_REJECTED)),
+        "report_json": run("report", str(TANSU_CONFLUENT), str(TANSU_REJECTED), "--format", "json"),
         # decoded with the krammar rendering of the specs: the same answers prove --specs reached the reader
         "sql": run(
             "sql",
@@ -131,6 +133,27 @@ def test_report_prints_every_section(commands):
     for api, count in Counter(e.api_name for e in both).items():
         assert lines[api][1] == str(count), (api, lines.get(api))
     assert "kw.confluent_kafka" in out  # top topics by records
+
+
+def test_the_json_report_holds_what_the_table_does(commands):
+    report = commands["report_json"]
+    assert report.returncode == 0, report.stderr[-3000:]
+    document = json.loads(report.stdout)
+    assert list(document) == ["summary", *map(section_key, REPORT_QUERIES)]
+    both = exchanges(TANSU_CONFLUENT) + exchanges(TANSU_REJECTED)
+    summary = document["summary"]
+    assert (summary["exchanges"], summary["not_ok"], summary["error_responses"]) == (len(both), 5, 5)
+    assert summary["first"] == min(e.request_time for e in both).isoformat()  # UTC, "+00:00"
+    per_api = {row["api"]: row for row in document["requests_per_api"]}
+    assert {api: row["requests"] for api, row in per_api.items()} == Counter(e.api_name for e in both)
+    assert per_api["Produce"]["error_codes"] == [{"code": 59, "name": "UNKNOWN_PRODUCER_ID"}]
+    assert per_api["Produce"]["versions"] == sorted({e.api_version for e in both if e.api_name == "Produce"})
+    not_ok = {(row["outcome"], row["api"]): row["exchanges"] for row in document["exchanges_that_are_not_ok"]}
+    assert not_ok == {("error_response", "Produce"): 4, ("error_response", "JoinGroup"): 1}
+    # the table's own numbers, row for row
+    table = commands["report"].stdout.split("== Requests per client id ==")[1].split("==")[0]
+    rows = [line.split() for line in table.strip().splitlines()[2:]]
+    assert [[r["client_id"], str(r["requests"])] for r in document["requests_per_client_id"]] == [r[:2] for r in rows]
 
 
 def test_report_counts_error_responses_as_not_ok(commands):
@@ -278,7 +301,7 @@ def test_a_statement_over_several_lines_that_fails_names_its_lines(spark):
     """Statements written one per line without ';' are one statement: its error says so."""
     stdin, stdout, stderr = io.StringIO("SELECT 1 AS x;\nSELECT 2 AS x\nSELECT 3 AS x;\n"), io.StringIO(), io.StringIO()
     assert run_shell(spark, stdin, stdout, stderr, "json", 10, NoProgress()) == USAGE
-    assert stdout.getvalue() == '{"x":1}\n'
+    assert stdout.getvalue() == '{"x": 1}\n'
     error = stderr.getvalue()
     assert error.startswith("kafka-wire: [PARSE_SYNTAX_ERROR]"), error
     assert error.endswith(" (the statement of lines 2-3: statements end with ';')\n"), error
