@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import asdict
 
+from ..report.compute import side_by_side
 from ..report.queries import API_LABEL, APPLICATIONS_ONLY, NOT_FINE, PRODUCED, REFUSED, TOPIC_LABEL
 from ..spec.error_codes import error_name
 from .output import json_value, render_table
@@ -117,11 +118,12 @@ REPORT_FORMATS = ("table", "json")
 
 
 def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullcontext, fmt: str = "table") -> None:
-    """Each section is queried, then printed inside ``quiet()``; as JSON, one document once all are."""
+    """The sections are queried side by side, and each printed inside ``quiet()`` once it and
+    those before it are done; as JSON, one document once all are."""
+    sections = side_by_side(lambda query: spark.sql(query.format(top=top)).collect(), REPORT_QUERIES.values())
     if fmt == "json":
         document: dict[str, object] = {"summary": summary_json(summary)}
-        for title, query in REPORT_QUERIES.items():
-            rows = spark.sql(query.format(top=top)).collect()
+        for title, rows in zip(REPORT_QUERIES, sections, strict=True):
             document[section_key(title)] = [_row_json(r.asDict()) for r in rows]
         with quiet():
             out.write(json.dumps(document, ensure_ascii=False, indent=1) + "\n")
@@ -130,8 +132,7 @@ def print_report(spark, summary: Summary, top: int, out, quiet=contextlib.nullco
     with quiet():
         out.write(f"\n{summary.describe()}\n\n")
         out.flush()
-    for title, query in REPORT_QUERIES.items():
-        rows = spark.sql(query.format(top=top)).collect()
+    for title, rows in zip(REPORT_QUERIES, sections, strict=True):
         waits = sorted(WAITING_APIS & {r.api for r in rows}) if title == "Requests per API" else []
         with quiet():
             out.write(f"== {title} ==\n")
