@@ -173,9 +173,12 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """``admitted`` (of ``grown``) with the files of each session taken at once in several
         places admitted together, each read only up to the session's frontier
         (``stream_frontier``); and, per file cut short by it, the time of the last packet read."""
-        # availableNow: all there was; quiet: every writer has stopped. Then no writer bounds the
-        # frontier, but files a micro-batch leaves unread (maxFilesPerTrigger) still do.
-        settled = self._target is not None or self._quiet()
+        # Quiet (an availableNow run: by the files' modification times): every writer has stopped.
+        # Then no writer bounds the frontier, but files a micro-batch leaves unread
+        # (maxFilesPerTrigger) still do. An availableNow run over files still being written reads
+        # them only to the frontier, as a micro-batch does: scheduled runs, each after the writers'
+        # next files land, read a packet seen on two interfaces once.
+        settled = self._quiet()
         groups = taken_at_once(list(available.values()), self._tolerance())
         self._beside_others = {s.path for chains in groups for chain in chains for s in chain}
         if not groups:
@@ -371,7 +374,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
 
 def _not_writing(s: CaptureSummary) -> bool:
-    """No writer is writing: availableNow, or the folder is quiet."""
+    """No writer is writing: the folder is quiet."""
     return False
 
 

@@ -31,10 +31,10 @@ def stream_reader(folder, name, **extra):
     return KafkaWireStreamReader(options, default_schema(options)), options
 
 
-def watching(folder, name, **extra):
-    """A stream reader following ``folder`` (made empty), from its first offset, with no rows
-    yet; the folder is quiet only once a test says so."""
-    folder.mkdir()
+def watching(folder, name, ok_if_there=False, **extra):
+    """A stream reader following ``folder`` (made empty, unless ``ok_if_there``), from its first
+    offset, with no rows yet; the folder is quiet only once a test says so."""
+    folder.mkdir(exist_ok=ok_if_there)
     reader, options = stream_reader(folder, name, **{"quietTimeout": "3600", **extra})
     return reader, options, reader.initialOffset(), []
 
