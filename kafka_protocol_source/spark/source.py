@@ -33,6 +33,7 @@ from .options import OptionError, ReadOptions
 from .partition_reader import CapturePartition, PartitionReader, plan_partitions
 from .paths import expand
 from .schema import RECORDS_VIEW, exchange_schema, typed_body_type
+from .user_schema import check_user_schema
 from .view_readers import WHOLE_SESSION_VIEWS
 from .view_schemas import VIEW_SCHEMAS
 
@@ -55,6 +56,7 @@ class KafkaWireDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.parse(self.options)
+        check_user_schema(schema, readable_schema(options), options.view)
         return KafkaWireReader(options, schema)
 
     def streamReader(self, schema: StructType):
@@ -66,7 +68,19 @@ class KafkaWireDataSource(DataSource):
                 f"view={options.view} summarises whole captures and is read in batch only "
                 "(spark.read, not spark.readStream)"
             )
+        check_user_schema(schema, readable_schema(options), options.view)
         return KafkaWireStreamReader(options, schema)
+
+
+def readable_schema(options: ReadOptions) -> StructType:
+    """Every column a read with ``options`` can give: its default schema, and the columns a
+    schema may ask for by naming them, ``topic_names`` (the names of a body's topic ids) and the
+    corrupt-record column (exchanges and typed views)."""
+    schema = default_schema(options)
+    if options.view != "exchanges":
+        return schema
+    extra = [TOPIC_NAMES_FIELD, StructField(options.corrupt_column, BinaryType())]
+    return StructType([*schema.fields, *(f for f in extra if f.name not in schema.fieldNames())])
 
 
 def default_schema(options: ReadOptions) -> StructType:
