@@ -18,6 +18,7 @@ from ..records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from ..tcp import DEFAULT_MAX_BUFFERED_BYTES
 
 VIEWS = ("exchanges", "records", "connections", "groups", "lag")
+SUMMARY_VIEWS = ("connections", "groups", "lag")  # of whole connections and groups: every api they carry
 MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 DEFAULT_SPLIT_SIZE = 32 * 1024 * 1024
 MAX_SECONDS = 100 * 365 * 86400.0  # a century: longer times are typos, and overflow nanoseconds
@@ -159,11 +160,11 @@ class ReadOptions:
                 f"topicNames adds topic_names to the exchanges view; view={view} "
                 + ("names its topics in its topic column" if view == "records" else "has no such column")
             )
-        apis = None
-        if "apis" in opts:
-            apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())
-        if api_key is not None:
-            apis = frozenset({api_key}) if apis is None else apis & {api_key}
+        apis = _apis(opts, registry, view, api_key)
+        ports = frozenset(_ports(opts)) if "ports" in opts else DEFAULT_PORTS
+        detect_kafka = _bool(opts, "detectkafka", True)
+        if not ports and not detect_kafka:
+            raise OptionError("ports names no port and detectKafka is false: no connection could be read as Kafka")
         return cls(
             paths=_paths(opts),
             view=view,
@@ -174,8 +175,8 @@ class ReadOptions:
             corrupt_column=opts.get("columnnameofcorruptrecord", "_corrupt_record"),
             corrupt_requested="columnnameofcorruptrecord" in opts,
             topic_names=topic_names,
-            ports=frozenset(_int_list(opts, "ports")) if "ports" in opts else DEFAULT_PORTS,
-            detect_kafka=_bool(opts, "detectkafka", True),
+            ports=ports,
+            detect_kafka=detect_kafka,
             max_frame_size=_int(opts, "maxframesize", DEFAULT_MAX_FRAME_SIZE, low=8),
             max_buffered_bytes=_int(opts, "maxbufferedbytes", DEFAULT_MAX_BUFFERED_BYTES, low=0),
             specs=opts.get("specs"),
@@ -184,7 +185,7 @@ class ReadOptions:
             split_size=_int(opts, "splitsize", DEFAULT_SPLIT_SIZE, low=1),
             stitch=_bool(opts, "stitch", True),
             stitch_tolerance_ns=_ns(_seconds(opts, "stitchtolerance", 60.0)),
-            max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=0),
+            max_decompressed_bytes=_int(opts, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, low=1),
             progress_dir=opts.get("progressdir") or None,
             max_files_per_trigger=_int(opts, "maxfilespertrigger", 0, low=1) or None,
             max_bytes_per_trigger=_int(opts, "maxbytespertrigger", 0, low=1) or None,
@@ -193,6 +194,24 @@ class ReadOptions:
             idle_timeout_ns=_ns(_seconds(opts, "idletimeout", DEFAULT_IDLE_TIMEOUT_S)),
             quiet_timeout_ns=_ns(_seconds(opts, "quiettimeout", DEFAULT_QUIET_TIMEOUT_S)),
         )
+
+
+def _apis(opts: dict, registry, view: str, api_key: int | None) -> frozenset[int] | None:
+    """The api keys a read decodes and returns (None: all), from ``apis`` and ``api``."""
+    if "apis" not in opts:
+        return None if api_key is None else frozenset({api_key})
+    apis = frozenset(_api(registry, a) for a in opts["apis"].split(",") if a.strip())
+    if not apis:
+        raise OptionError(
+            f"apis names no api: write names or keys, comma-separated ('Produce,Fetch'), not {opts['apis']!r}"
+        )
+    if view in SUMMARY_VIEWS:
+        raise OptionError(f"apis selects exchanges; view={view} summarises connections with every api they carry")
+    if api_key is None:
+        return apis
+    if api_key not in apis:
+        raise OptionError(f"api {opts['api']!r} is not among apis {opts['apis']!r}: no exchange could be read")
+    return frozenset({api_key})
 
 
 def _paths(opts: dict) -> tuple[str, ...]:
@@ -276,6 +295,14 @@ def _int_list(opts: dict, key: str) -> list[int]:
         return [int(p) for p in opts[key].split(",") if p.strip()]
     except ValueError as e:
         raise OptionError(f"{_documented(key)} must be comma-separated integers, not {opts[key]!r}") from e
+
+
+def _ports(opts: dict) -> list[int]:
+    ports = _int_list(opts, "ports")
+    wrong = [p for p in ports if not 0 < p < 65536]
+    if wrong:
+        raise OptionError(f"ports must be TCP ports, 1 to 65535, not {wrong[0]}")
+    return ports
 
 
 def _bool(opts: dict, key: str, default: bool) -> bool:

@@ -24,6 +24,14 @@ CASES = [
     ({"port": "9093"}, r"unknown option 'port': did you mean 'ports'\?"),
     ({"mdoe": "FAILFAST"}, r"unknown option 'mdoe': did you mean 'mode'\?"),
     ({"compression": "gzip"}, r"unknown option 'compression' \(known options: path, paths, view, api"),
+    # values that could only give an empty or a wrong table (found by review, /tmp/ux17/r06)
+    ({"apis": " , "}, r"apis names no api: write names or keys"),
+    ({"apis": "Fetch", "api": "Produce"}, r"api 'Produce' is not among apis 'Fetch': no exchange could be read"),
+    ({"apis": "Produce", "view": "connections"}, r"apis selects exchanges; view=connections summarises connections"),
+    ({"ports": "9092,70000"}, r"ports must be TCP ports, 1 to 65535, not 70000"),
+    ({"ports": "-1"}, r"ports must be TCP ports, 1 to 65535, not -1"),
+    ({"ports": "", "detectKafka": "false"}, r"ports names no port and detectKafka is false"),
+    ({"maxDecompressedBytes": "0"}, r"maxDecompressedBytes must be at least 1, not 0"),
     # streaming options: a batch read with them, and a stream's load(), fail as the others do
     ({"idleTimeout": "abc"}, r"idleTimeout must be a number of seconds, not 'abc'"),
     ({"quietTimeout": "-3"}, r"quietTimeout must not be negative, not '-3'"),
