@@ -228,16 +228,17 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             row = dict(base)
             ts = record["timestamp"]
             offset = record["offset"]
+            crc_valid = record["crc_valid"] if record["crc_valid"] is not None else batch_crc
             row.update(
                 key=record["key"],
                 value=record["value"],
                 offset=None if offset is None or not assigned else offset + shift,
                 timestamp=_ms(ts),
                 headers=record["headers"],
-                crc_valid=record["crc_valid"] if record["crc_valid"] is not None else batch_crc,
+                crc_valid=crc_valid,
                 offset_assigned=assigned,
                 error_name=error_name_,
-                error=None,
+                error=None if crc_valid is not False else CRC_MISMATCH,
             )
             yield row
         if batch["error"]:
@@ -252,6 +253,12 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
                 "error": f"records of this batch could not be read: {batch['error']}",
             }
 
+
+# Kafka's consumers refuse such a batch (check.crcs=true, their default: CorruptRecordException).
+CRC_MISMATCH = (
+    "the CRC does not match the bytes it covers: a consumer refuses this record (check.crcs, on by "
+    "default); its key, value and headers are as captured, and may be corrupt"
+)
 
 _UNREAD = {"key": None, "value": None, "offset": None, "timestamp": None, "headers": None}
 

@@ -56,3 +56,20 @@ def test_the_read_mode_keeps_drops_or_fails_on_it():
     assert list(by_read_mode(iter(rows), "DROPMALFORMED")) == rows[:6]
     with pytest.raises(RuntimeError, match=r"FAILFAST.*f\.pcap: connection x, produce of t-0 .*gzip"):
         list(by_read_mode(iter(rows), "FAILFAST"))
+
+
+def test_a_record_whose_crc_does_not_match_says_so_and_the_mode_acts_on_it():
+    """Kafka's consumers refuse such a batch (check.crcs): its records were rows with crc_valid
+    false and no error, kept by DROPMALFORMED and FAILFAST alike (found by review, /tmp/ux17/r03)."""
+    builder = DefaultRecordBatchBuilder(2, 0, False, 7, 0, 0, 1 << 20)  # uncompressed: it still reads
+    builder.append(0, 1_700_000_000_000, None, b"v" * 40, [])
+    flipped = bytearray(builder.build())
+    flipped[-5] ^= 0x01  # a value byte: the CRC no longer matches
+    rows = _rows(_batch(corrupt=False), bytes(flipped))
+    assert [r["crc_valid"] for r in rows] == [True] * 6 + [False]
+    assert all(r["error"] is None for r in rows[:6])
+    assert rows[-1]["error"].startswith("the CRC does not match the bytes it covers: a consumer refuses this record")
+    assert rows[-1]["value"] is not None  # kept as captured
+    assert list(by_read_mode(iter(rows), "DROPMALFORMED")) == rows[:6]
+    with pytest.raises(RuntimeError, match=r"FAILFAST.*produce of t-0 .*the CRC does not match"):
+        list(by_read_mode(iter(rows), "FAILFAST"))
