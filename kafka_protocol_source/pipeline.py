@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 
 from .body_decoder import CodecBodies
-from .capture import CaptureError, CaptureIssue, TcpSegment
+from .capture import CaptureError, CaptureIssue, TcpSegment, packet_number
 from .capture.runs import RecordRuns
 from .capture.session import session_packets
 from .capture.source import detect_format
@@ -266,7 +266,8 @@ def _issue_row(ctx: CaptureContext, issue: CaptureIssue) -> Exchange:
     _, local = ctx.locate(issue.packet_index)
     return _capture_error(
         ctx,
-        f"{issue.kind} at packet {local} (file offset {issue.file_offset}): {issue.detail}",
+        f"{issue.kind} at packet {'?' if local is None else packet_number(local)} "
+        f"(file offset {issue.file_offset}): {issue.detail}",
         packet=issue.packet_index,
     )
 

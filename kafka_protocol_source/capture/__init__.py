@@ -14,7 +14,7 @@ IP: `tunnels`) are handled here. Knows nothing about streams (see `kafka_protoco
 Kafka.
 """
 
-from .model import ACK, FIN, PSH, RST, SYN, CaptureError, CaptureFormat, CaptureIssue, TcpSegment
+from .model import ACK, FIN, PSH, RST, SYN, CaptureError, CaptureFormat, CaptureIssue, TcpSegment, packet_number
 from .reader import read_packets
 from .source import detect_format
 
@@ -29,5 +29,6 @@ __all__ = [
     "CaptureIssue",
     "TcpSegment",
     "detect_format",
+    "packet_number",
     "read_packets",
 ]

@@ -37,6 +37,12 @@ FILE_SHIFT = 40
 FILE_MASK = (1 << FILE_SHIFT) - 1
 
 
+def packet_number(index: int) -> int:
+    """A packet's number in messages: its index in its file plus one, as Wireshark and tshark
+    number frames (``frame.number``), so that a row's packet is found there as it is said."""
+    return index + 1
+
+
 def later_packet(packet: int, ns: int | None, than: int, than_ns: int | None) -> bool:
     """Whether ``packet`` (captured at ``ns``) came after packet ``than``: by their order within
     one file, and by capture time between files (files taken at once in several places are

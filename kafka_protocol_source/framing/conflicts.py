@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..capture import packet_number
 from .model import Exchange
 
 # Conflicts waiting for their row, per connection; older ones are given up (their rows were
@@ -36,8 +37,9 @@ def conflict(is_request: bool, offset: int, length: int, packet: int | None) -> 
     (its index in its file), with its note."""
     side = "client" if is_request else "broker"
     where = f"stream byte {offset}" if length == 1 else f"stream bytes {offset}-{offset + length - 1}"
+    number = "?" if packet is None else packet_number(packet)
     note = (
-        f"a retransmitted copy (packet {packet}) differed from the first copy at {where} of the"
+        f"a retransmitted copy (packet {number}) differed from the first copy at {where} of the"
         f" {side} side: the first copy was kept"
     )
     return Conflict(is_request, offset, offset + length, note)

@@ -14,6 +14,7 @@ from functools import partial
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
+from ..capture import packet_number
 from ..capture.index import index_records
 from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
@@ -372,12 +373,22 @@ def _of_requested_version(ex, options: ReadOptions) -> bool:
 
 
 def _failfast_message(ex) -> str:
-    """The file, where in it as far as that is known (a gap has no packet), and what went wrong."""
-    packet = ex.request_packet if ex.request_packet is not None else ex.response_packet
-    where = [f"packet {packet}"] if packet is not None else []
-    if ex.stream_offset is not None:
-        where.append(f"stream byte {ex.stream_offset}")
+    """The file, where in it as far as that is known (a gap has no packet), and what went wrong:
+    the response's packet and stream byte where it is the response that did not decode, else the
+    request's (packets numbered as Wireshark numbers frames)."""
+    response_failed = ex.response is None and ex.raw_response is not None
+    request_failed = ex.request is None and ex.raw_request is not None
+    answer = ex.response_packet is not None and (ex.request_packet is None or (response_failed and not request_failed))
+    if answer:
+        side, packet, file = "response", ex.response_packet, ex.response_file or ex.capture_file
+        offset = ex.response_span[0] if ex.response_span else ex.stream_offset
+    else:
+        side, packet, file, offset = "request", ex.request_packet, ex.capture_file, ex.stream_offset
+    where = [f"{side} at packet {packet_number(packet)}"] if packet is not None else []
+    if offset is not None:
+        side_of = "" if packet is None else f" of the {'broker' if answer else 'client'} side"
+        where.append(f"stream byte {offset}{side_of}")
     if ex.connection_id:
         where.append(f"connection {ex.connection_id}")
-    place = ": ".join([str(ex.capture_file), ", ".join(where)] if where else [str(ex.capture_file)])
+    place = ": ".join([str(file), ", ".join(where)] if where else [str(file)])
     return f"{FAILFAST_ERROR}: {place}: {ex.status}: {ex.error}"

@@ -100,6 +100,6 @@ def test_a_capture_with_an_absurd_tsoffset_reads_the_same_exchanges_with_unknown
 
     before, after = list(read_capture(sample)), list(read_capture(path))
     errors = [e for e in after if e.status == "capture_error"]
-    assert len(errors) == 1 and "bad_timestamp at packet 0" in errors[0].error
+    assert len(errors) == 1 and "bad_timestamp at packet 1" in errors[0].error
     assert sorted(map(key, before)) == sorted(key(e) for e in after if e.status != "capture_error")
     assert {(e.request_time, e.response_time, e.latency_ms) for e in after} == {(None, None, None)}

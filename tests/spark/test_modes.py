@@ -154,7 +154,10 @@ def test_failfast_raises_naming_file_and_position(spark, corrupted):
     message = str(info.value)
     assert "MALFORMED_RECORD_IN_PARSING" in message and "FAILFAST" in message
     assert str(path) in message
-    assert f"packet {victim.request_packet}" in message and f"stream byte {victim.stream_offset}" in message
+    assert (
+        f"request at packet {victim.request_packet + 1}, stream byte {victim.stream_offset} of the client side"
+        in message
+    )
 
 
 def test_failfast_names_only_the_positions_it_knows():
@@ -164,6 +167,16 @@ def test_failfast_names_only_the_positions_it_knows():
         f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: "
         f"stream byte 39690, connection {ex.connection_id}: gap: missing"
     )
+    # a response that does not decode is found where it is, numbered as Wireshark numbers frames
+    # (it named the request's packet, from 0: found by review, /tmp/ux17/r04)
+    later = next(e for e in exchanges(TANSU_CONFLUENT) if e.response_span and e.response_span[0] != e.stream_offset)
+    bad_answer = replace(later, response=None, raw_response=b"\0", status="malformed", error="no brokers")
+    assert _failfast_message(bad_answer) == (
+        f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {later.capture_file}: "
+        f"response at packet {later.response_packet + 1}, stream byte {later.response_span[0]} of the broker side, "
+        f"connection {later.connection_id}: malformed: no brokers"
+    )
+    assert later.response_packet > later.request_packet
     nowhere = replace(gap, stream_offset=None, connection_id=None, status="capture_error", error="truncated")
     assert _failfast_message(nowhere) == (
         f"[MALFORMED_RECORD_IN_PARSING] kafka-wire (mode FAILFAST): {ex.capture_file}: capture_error: truncated"

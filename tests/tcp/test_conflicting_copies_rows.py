@@ -45,7 +45,7 @@ def test_a_request_retransmitted_with_different_bytes_is_read_from_the_first_cop
     (row,), _ = rows(tmp_path, c)
     assert (row.status, topics(row)) == ("ok", list(TOPICS))
     assert row.note == (
-        f"a retransmitted copy (packet 3) differed from the first copy at stream byte {where_orders(frame)}"
+        f"a retransmitted copy (packet 4) differed from the first copy at stream byte {where_orders(frame)}"
         " of the client side: the first copy was kept"
     )
 
