@@ -32,6 +32,7 @@ def record_rows(exchange, names: TopicNames):
         answers = _produce_answers(exchange.response, names)
         for topic in (exchange.request or {}).get("topic_data") or ():
             name, topic_id = _topic(topic, names, "name")
+            where = (name, topic_id, None)  # (a cut inside the topic's first partition's index)
             for part in topic.get("partition_data") or ():
                 answer = answers.get((name or topic_id, part.get("index")))
                 where = (name, topic_id, part.get("index"))
@@ -47,6 +48,7 @@ def record_rows(exchange, names: TopicNames):
         where = (None, None, None)
         for topic in (exchange.response or {}).get("responses") or ():
             name, topic_id = _topic(topic, names, "topic")
+            where = (name, topic_id, None)
             for part in topic.get("partitions") or ():
                 answer = (part.get("error_code") or 0, None)
                 batches = part.get("records")
