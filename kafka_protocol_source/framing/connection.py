@@ -58,6 +58,11 @@ _LEFT_BY = {
     "fin": "no response before the connection was closed (FIN)",
     "reused": "no response before the connection was replaced by a new one",
 }
+# Said of every unanswered request where the broker's side never spoke: the capture went one way.
+BROKER_NEVER_SEEN = (
+    "; the capture holds no byte of the broker's side of this connection (taken one way only, e.g. "
+    "a filter on the destination port, or a mirror of one direction): its answers were not captured"
+)
 
 
 def _around_holes(side: HeldSide, exact: StartCheck, headers_only: StartCheck) -> StartCheck:
@@ -153,7 +158,10 @@ class Connection:
         at = self.ctx.position  # (None at the end of the input: what is open stays open)
         for direction, framer in self.framers.items():
             out += self._route(framer.finish(_CUT_BY.get(how, _CUT_BY["end_of_capture"])), direction, at)
-        return out + self._paired().finish(_LEFT_BY.get(how, _LEFT_BY["end_of_capture"]), at)
+        why = _LEFT_BY.get(how, _LEFT_BY["end_of_capture"])
+        if not self._spoke(reverse(self._decided_client())):
+            why += BROKER_NEVER_SEEN
+        return out + self._paired().finish(why, at)
 
     # -- deciding ---------------------------------------------------------------------
 

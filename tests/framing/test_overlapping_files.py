@@ -90,6 +90,19 @@ def test_without_merging_each_file_of_one_direction_loses_the_other_side(tmp_pat
     assert any(key[4] == "ok" for key in _rows([str(f) for f in files], options))
 
 
+def test_a_capture_of_the_client_side_only_says_the_broker_side_was_never_captured(tmp_path):
+    """Every request of a capture taken one way is unanswered; each row says why, where it said
+    only "no response before the end of the capture", as if the broker had not answered (found
+    by review, /tmp/ux17/r07). A capture of both sides says nothing of the kind."""
+    s = CAPTURES[0]
+    to_broker, _ = _per_direction(segments_of(s.path), tmp_path, s.broker_port)
+    rows = list(read_capture(str(to_broker), ports=[s.broker_port]))
+    assert rows and {e.status for e in rows} == {"unanswered"}
+    assert all("the capture holds no byte of the broker's side of this connection" in e.error for e in rows)
+    whole = [e for e in read_capture(str(s.path), ports=[s.broker_port]) if e.error]
+    assert not any("holds no byte of the broker's side" in e.error for e in whole)
+
+
 def _misordered(segments, broker_port: int) -> list:
     """The segments cut to 40 bytes of payload each (a small MSS), with one of a request's
     pieces written after the broker's ACK of it, 20 us late (as multi-queue captures write)."""
