@@ -20,6 +20,8 @@ from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, Exchange
+from ..framing.model import MALFORMED
+from ..framing.quirks import explained
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -262,8 +264,10 @@ class PartitionReader:
         return _of_requested_version(ex, self.options) and self._mode_keeps(ex)
 
     def _mode_keeps(self, ex) -> bool:
-        """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one)."""
-        if ex.status in MALFORMED_STATUSES:
+        """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one). A frame
+        malformed only as a known peer deviates (outcome ``peer_quirk``) decoded, and real clients
+        accept it: every mode keeps it."""
+        if ex.status in MALFORMED_STATUSES and not (ex.status == MALFORMED and explained(ex.error, ex.note)):
             if self.options.mode == "FAILFAST":
                 raise RuntimeError(_failfast_message(ex))
             if self.options.mode == "DROPMALFORMED":
@@ -384,7 +388,8 @@ def _failfast_message(ex) -> str:
         offset = ex.response_span[0] if ex.response_span else ex.stream_offset
     else:
         side, packet, file, offset = "request", ex.request_packet, ex.capture_file, ex.stream_offset
-    where = [f"{side} at packet {packet_number(packet)}"] if packet is not None else []
+    what = "packet" if ex.status == CAPTURE_ERROR else f"{side} at packet"  # (a capture error: where the file broke)
+    where = [f"{what} {packet_number(packet)}"] if packet is not None else []
     if offset is not None:
         side_of = "" if packet is None else f" of the {'broker' if answer else 'client'} side"
         where.append(f"stream byte {offset}{side_of}")

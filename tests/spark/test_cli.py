@@ -27,7 +27,7 @@ from kafka_protocol_source.cli.report import section_key
 from kafka_protocol_source.cli.shell import run_shell
 from kafka_protocol_source.spec.registry import DEFAULT_SPECS
 
-from .expected import MOCK_CONFLUENT, TANSU_CONFLUENT, TANSU_REJECTED, exchanges
+from .expected import TANSU_CONFLUENT, TANSU_REJECTED, exchanges
 
 KRAMMAR = DEFAULT_SPECS / "kafka.krammar"
 SQL = (
@@ -58,6 +58,8 @@ def out_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def commands(out_dir):
     """Each command once, one after the other (a JVM each; run together they only compete for the cores)."""
+    cut = out_dir / "cut.pcap"  # ends inside a packet record: a capture_error row
+    cut.write_bytes(TANSU_CONFLUENT.read_bytes()[: TANSU_CONFLUENT.stat().st_size * 2 // 3])
     not_a_capture = out_dir / "notes.pcap"
     not_a_capture.write_text("these are my notes, not a capture\n")
     return {
@@ -105,7 +107,7 @@ def commands(out_dir):
             )
             + "\n",
         ),
-        "failfast": run("sql", str(MOCK_CONFLUENT), "SELECT count(*) FROM exchanges", "--option", "mode=FAILFAST"),
+        "failfast": run("sql", str(cut), "SELECT count(*) FROM exchanges", "--option", "mode=FAILFAST"),
         "not_kafka": run("report", str(not_a_capture)),
         "verbose": run("sql", str(TANSU_REJECTED), "SELECT count(*) AS n FROM records", "--verbose"),
     }
@@ -263,7 +265,7 @@ def test_failfast_is_one_line_and_exit_code_1(commands):
     assert result.stdout == ""
     assert re.fullmatch(
         r"kafka-wire: \[MALFORMED_RECORD_IN_PARSING\] kafka-wire \(mode FAILFAST\): \S+"
-        r"mock_confluent_kafka_all_codecs_any_sll2.pcap: packet \d+, .*\n",
+        r"cut.pcap: packet \d+: capture_error: truncated_file at packet \d+ .*\n",
         result.stderr,
     )
 
