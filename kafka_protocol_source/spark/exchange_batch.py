@@ -19,7 +19,14 @@ import pyarrow as pa
 from pyspark.sql.types import VariantType
 
 from ..framing import Exchange
-from ..views.exchanges import BODY_COLUMNS, SCALAR_COLUMNS, add_outcomes, corrupt_record, scalar_values
+from ..views.exchanges import (
+    BODY_COLUMNS,
+    SCALAR_COLUMNS,
+    add_outcomes,
+    corrupt_record,
+    number_packets,
+    scalar_values,
+)
 from ..views.outcomes import ResponseErrorCodes, exchange_error_codes
 from ..views.topic_names import TOPIC_NAMES, IdNaming
 from ..views.variant_spec import BodyEncoders
@@ -84,6 +91,7 @@ class ExchangeBatch:
         n = len(self._scalars)
         by_column = map(list, zip(*self._scalars, strict=True)) if n else ([] for _ in SCALAR_COLUMNS)
         columns = dict(zip(SCALAR_COLUMNS, by_column, strict=True))
+        number_packets(columns)
         add_outcomes(columns, self._error_codes)
         if self._corrupt_column:
             columns[self._corrupt_column] = self._corrupt

@@ -7,6 +7,8 @@ Kafka names, and ``outcome`` says whether the exchange did what was asked: ``ok`
 ``error_response`` when the transport was fine (status ``ok``) but the broker answered with an
 error code, ``peer_quirk`` for a ``malformed`` frame that a known peer's deviation explains (its
 body decoded, real clients accept it), or else the status itself (``malformed``, ``unanswered``, ...).
+``request_packet`` and ``response_packet`` number the packets that carried each side's first
+byte as Wireshark does (from 1, in their file: ``response_file`` where the response's is another).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from operator import attrgetter
 
+from ..capture import packet_number
 from ..framing.model import MALFORMED
 from ..framing.quirks import explained
 from ..spec.error_codes import error_name
@@ -39,9 +42,14 @@ EXCHANGE_COLUMNS = (
     "status",
     "error",
     "note",
+    "request_packet",
+    "response_packet",
+    "response_file",
     "request",
     "response",
 )
+# Columns of packet indices in their file, shown as Wireshark numbers the packets (from 1).
+PACKET_COLUMNS = ("request_packet", "response_packet")
 OK, ERROR_RESPONSE, PEER_QUIRK = "ok", "error_response", "peer_quirk"
 BODY_COLUMNS = ("request", "response")
 SCALAR_COLUMNS = tuple(name for name in EXCHANGE_COLUMNS if name not in BODY_COLUMNS)
@@ -56,10 +64,17 @@ def exchange_columns(
     rows is built from (each plain column read by one ``map``, not row by row). ``response_codes``:
     finds the error codes through the spec (the same codes, found faster)."""
     columns = {name: list(map(get, exchanges)) for name, get in _GETTERS}
+    number_packets(columns)
     add_outcomes(columns, [exchange_error_codes(ex, response_codes) for ex in exchanges])
     if corrupt_column:
         columns[corrupt_column] = list(map(corrupt_record, exchanges))
     return columns
+
+
+def number_packets(columns: dict[str, list]) -> None:
+    """The packet columns as numbers (``frame.number`` in Wireshark and tshark), not indices."""
+    for name in PACKET_COLUMNS:
+        columns[name] = [None if index is None else packet_number(index) for index in columns[name]]
 
 
 def add_outcomes(columns: dict[str, list], codes: list[list[int] | None]) -> None:
