@@ -2,8 +2,10 @@
 
 A reader fills a column by its exact name and converts values to the column's type, so a name
 the view does not have came back all null, and a type it does not give failed in pyarrow at run
-time, naming no column. Here each column given must be one of the view's, with the view's type;
-structs may leave fields out, at any depth (a body's struct with only the fields a query wants).
+time, naming no column. Here each column given must be one of the view's, with the view's type or
+one its values widen to (``bigint`` for a ``smallint``, ``double`` for an integer, a timestamp
+without time zone); structs may leave fields out, at any depth (a body's struct with only the
+fields a query wants).
 Only the column's type is compared: nullability and metadata are not.
 """
 
@@ -11,11 +13,27 @@ from __future__ import annotations
 
 import difflib
 
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    ByteType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from .options import OptionError
 
 _SHOWN = 60  # characters of a long type shown in a message
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)  # narrowest first
+_FRACTIONAL = (FloatType, DoubleType)
+_TIMESTAMPS = (TimestampType, TimestampNTZType)
 
 
 def check_user_schema(given: StructType, own: StructType, view: str) -> None:
@@ -46,9 +64,20 @@ def _misfit(given: DataType, own: DataType, path: str) -> str | None:
         return _misfit(given.keyType, own.keyType, f"{path} (keys)") or _misfit(
             given.valueType, own.valueType, f"{path} (values)"
         )
-    if given.simpleString() == own.simpleString():
+    if given.simpleString() == own.simpleString() or _widens(given, own):
         return None
     return f"{path} is {_shown(own)}, not {_shown(given)}"
+
+
+def _widens(given: DataType, own: DataType) -> bool:
+    """Whether the view's values convert to ``given`` without losing what they say: an integer
+    to a wider one or to a floating type, a float to a float, a timestamp to one without a time
+    zone (its values are UTC; a session whose timestampType is TIMESTAMP_NTZ writes it so)."""
+    if isinstance(own, _INTEGRAL) and isinstance(given, _INTEGRAL):
+        return _INTEGRAL.index(type(given)) >= _INTEGRAL.index(type(own))
+    if isinstance(own, (*_INTEGRAL, *_FRACTIONAL)) and isinstance(given, _FRACTIONAL):
+        return True
+    return isinstance(own, _TIMESTAMPS) and isinstance(given, _TIMESTAMPS)
 
 
 def _closest(name: str, names) -> str:

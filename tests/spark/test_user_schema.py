@@ -30,6 +30,7 @@ def check(ddl: str, **options) -> None:  # (fromDDL parses in the JVM: the tests
         ),
         ("API_NAME string", {}, r"no column 'API_NAME' \(did you mean 'api_name'\? names are matched exactly\)"),
         ("latency_ms int", {}, r"latency_ms is double, not int"),
+        ("correlation_id smallint", {}, r"correlation_id is int, not smallint"),  # narrower: values would not fit
         ("api_key string", {}, r"api_key is smallint, not string"),
         ("request string", {}, r"request is variant, not string"),
         ("_corrupt_record string", {}, r"_corrupt_record is binary, not string"),
@@ -51,6 +52,11 @@ def test_a_column_the_view_does_not_give_is_named(spark, ddl, options, message):
         ("api_name string, topic_names map<string,string>, _corrupt_record binary", {}),  # asked for by naming them
         ("request struct<acks:smallint,topic_data:array<struct<name:string>>>", {"api": "Produce"}),  # fields left out
         ("topic string, value binary, headers array<struct<key:string>>", {"view": "records"}),
+        # types the values widen to, which read before the check (found by review, /tmp/rev17)
+        ("api_key int, correlation_id bigint, request_size bigint, latency_ms float, error_codes array<int>", {}),
+        ("request_time timestamp_ntz, response_time timestamp_ntz", {}),  # spark.sql.timestampType=TIMESTAMP_NTZ
+        ("partition bigint, offset double", {"view": "records"}),
+        ("request struct<acks:int>", {"api": "Produce"}),
     ],
 )
 def test_columns_and_fields_of_the_view_may_be_left_out(spark, ddl, options):
