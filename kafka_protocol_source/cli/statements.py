@@ -13,6 +13,10 @@ from dataclasses import dataclass
 _QUOTES = "'\"`"
 
 
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
 @dataclass(frozen=True)
 class Statement:
     text: str  # without its ';'
@@ -26,6 +30,7 @@ class StatementSplitter:
     def __init__(self) -> None:
         self._pieces: list[str] = []
         self._quote: str | None = None  # the quote of the string or name the text is in
+        self._raw = False  # the string is raw: r'...'
         self._comment_depth = 0  # /* ... */ nest in Spark SQL
         self._has_code = False  # something besides comments and blanks since the last ';'
         self._line = 0
@@ -58,8 +63,6 @@ class StatementSplitter:
             i = self._past(line, i)
         rest = line[start:]
         if rest.strip() or self._pieces:
-            if not self._pieces and not self._has_code:
-                self._first_line = self._line
             self._pieces.append(rest)
         return done
 
@@ -68,7 +71,7 @@ class StatementSplitter:
         string, quoted name or comment it opens or closes."""
         c = line[i]
         if self._quote is not None:
-            if c == "\\" and self._quote != "`":
+            if c == "\\" and self._quote != "`" and not self._raw:
                 return i + 2  # the escaped character, a quote included
             if c == self._quote:
                 self._quote = None
@@ -82,6 +85,8 @@ class StatementSplitter:
         if not self._comment_depth:
             if c in _QUOTES:
                 self._quote = c
+                # r'...': a raw string, where a backslash escapes nothing (r'C:\temp\')
+                self._raw = c != "`" and i > 0 and line[i - 1] in "rR" and (i < 2 or not _word(line[i - 2]))
             if not c.isspace():
                 self._begin()
         return i + 1
@@ -91,10 +96,9 @@ class StatementSplitter:
         return self._take()
 
     def _begin(self) -> None:
-        if not self._has_code:
+        if not self._has_code:  # the statement's first line is that of its first code, not of a comment before it
             self._has_code = True
-            if not self._pieces:
-                self._first_line = self._line
+            self._first_line = self._line
 
     def _take(self) -> Statement | None:
         text = "".join(self._pieces).strip()

@@ -50,8 +50,23 @@ def test_comments_and_blanks_alone_are_no_statement():
     splitter = StatementSplitter()
     assert (splitter.feed("-- a comment"), splitter.pending) == ([], False)
     assert (splitter.feed("SELECT 1"), splitter.pending) == ([], True)
-    assert splitter.feed(";") == [Statement("-- a comment\nSELECT 1", 1, 3)]
+    assert splitter.feed(";") == [Statement("-- a comment\nSELECT 1", 2, 3)]  # (its code's first line)
     assert not splitter.pending and splitter.finish() is None
+
+
+def test_a_raw_string_escapes_nothing():
+    """r'C:\\temp\\' ends at its second quote: taken as an escape, the backslash before it kept the
+    string open and swallowed the statements after it (found by review, /tmp/rev17)."""
+    assert texts("SELECT r'C:\\temp\\' AS dir;\nSELECT R\"a\\\" AS b; SELECT 'it\\'s;' AS c;") == [
+        "SELECT r'C:\\temp\\' AS dir",
+        'SELECT R"a\\" AS b',
+        "SELECT 'it\\'s;' AS c",
+    ]
+
+
+def test_a_statement_counts_from_its_own_first_line():
+    """Not from a comment after the statement before it (it said lines 1-3 for lines 2-3)."""
+    assert split("SELECT 1; -- one\nSELECT\n2;") == [Statement("SELECT 1", 1, 1), Statement("-- one\nSELECT\n2", 2, 3)]
 
 
 def test_lines_without_their_line_break_keep_a_comment_on_its_own_line():
