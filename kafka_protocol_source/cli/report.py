@@ -150,8 +150,7 @@ def section_key(title: str) -> str:
 
 def summary_json(summary: Summary) -> dict:
     fields = {k: json_value(v) for k, v in asdict(summary).items()}
-    rest = summary.not_ok - summary.error_responses - summary.requests_missing - summary.unanswered
-    return {**fields, "cut_or_unreadable": rest}
+    return {**fields, "cut_or_unreadable": summary.cut_or_unreadable}
 
 
 def _row_json(row: dict) -> dict:

@@ -103,8 +103,5 @@ class StatementSplitter:
     def _take(self) -> Statement | None:
         text = "".join(self._pieces).strip()
         had_code = self._has_code
-        first = self._first_line or self._line
         self._pieces, self._has_code, self._quote, self._comment_depth = [], False, None, 0
-        if not had_code:
-            return None
-        return Statement(text, first, self._line)
+        return Statement(text, self._first_line, self._line) if had_code else None

@@ -49,12 +49,17 @@ class Summary:
     requests_missing: int = 0  # of the not ok: answers whose request the capture does not have
     unanswered: int = 0  # of the not ok: requests without an answer in the capture
 
+    @property
+    def cut_or_unreadable(self) -> int:
+        """Of the not ok: those that travelled badly, neither answered with an error code, nor unpaired."""
+        return self.not_ok - self.error_responses - self.requests_missing - self.unanswered
+
     def describe(self) -> str:
         text = f"{self.exchanges} exchanges on {self.connections} connections, {self.first} .. {self.last} UTC"
         if not self.not_ok:
             return text
         # A capture joined mid-session always has a few exchanges it cut: told apart from Kafka's errors.
-        rest = self.not_ok - self.error_responses - self.requests_missing - self.unanswered
+        rest = self.cut_or_unreadable
         parts = [f"{self.error_responses} answered with an error code"] if self.error_responses else []
         if self.requests_missing:
             parts.append(f"{self.requests_missing} answers whose request the capture does not have")

@@ -21,7 +21,7 @@ from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
 from .held_side import BACKLOG_LIMIT, HOLE, HeldSide
-from .model import LEFT_AT_END, TLS, Exchange
+from .model import BROKER_NEVER_SEEN, LEFT_AT_END, TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
     CONFIRMED,
@@ -58,11 +58,6 @@ _LEFT_BY = {
     "fin": "no response before the connection was closed (FIN)",
     "reused": "no response before the connection was replaced by a new one",
 }
-# Said of every unanswered request where the broker's side never spoke: the capture went one way.
-BROKER_NEVER_SEEN = (
-    "; the capture holds no byte of the broker's side of this connection (taken one way only, e.g. "
-    "a filter on the destination port, or a mirror of one direction): its answers were not captured"
-)
 
 
 def _around_holes(side: HeldSide, exact: StartCheck, headers_only: StartCheck) -> StartCheck:

@@ -17,6 +17,11 @@ OK = "ok"  # request and response, both decoded
 NO_RESPONSE = "no_response"  # a request that expects none (Produce with acks=0)
 UNANSWERED = "unanswered"  # no response by the end of the capture
 LEFT_AT_END = "no response before the end of the capture"  # how an unanswered row's error begins there
+# What an unanswered row's error adds where the broker's side never spoke: the capture went one way.
+BROKER_NEVER_SEEN = (
+    "; the capture holds no byte of the broker's side of this connection (taken one way only, e.g. "
+    "a filter on the destination port, or a mirror of one direction): its answers were not captured"
+)
 REQUEST_MISSING = "request_missing"  # a response whose request was not captured
 MALFORMED = "malformed"  # a frame that does not decode (see error, raw bytes kept)
 GAP = "gap"  # bytes missing from the capture, or skipped to resync

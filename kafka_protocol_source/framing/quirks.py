@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..spec.api_keys import API_VERSIONS, METADATA
+from .model import MALFORMED
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,12 @@ QUIRK = "known peer quirk: "  # how a note naming one begins
 # How exchange_build.deviation_error ends what it says of one side, and how it says each deviation.
 _DEVIATED = ": the frame does not match the spec (the body as decoded is kept)"
 _SIDE = re.compile(r"(?:\d+ bytes left after the (request|response) body|(request|response) .+)")
+
+
+def known_deviation(status: str, error: str | None, note: str | None) -> bool:
+    """Whether a row is ``malformed`` only as known peers deviate: its bodies decoded, and real
+    clients accept them (the exchanges view's outcome ``peer_quirk``, or ``error_response``)."""
+    return status == MALFORMED and explained(error, note)
 
 
 def explained(error: str | None, note: str | None) -> bool:

@@ -20,8 +20,7 @@ from ..capture.runs import RecordRuns
 from ..capture.summary import sessions, summarize
 from ..codec.decoder import decoder_for
 from ..framing import CAPTURE_ERROR, FAILFAST_ERROR, MALFORMED_STATUSES, Exchange
-from ..framing.model import MALFORMED
-from ..framing.quirks import explained
+from ..framing.quirks import known_deviation
 from ..pipeline import CaptureOptions, read_with
 from ..spec.api_keys import RECORDS_VIEW_APIS, TOPIC_NAMING_APIS
 from ..views.exchanges import body_specs, exchange_row
@@ -267,7 +266,7 @@ class PartitionReader:
         """Whether the read mode keeps this exchange (FAILFAST raises on a malformed one). A frame
         malformed only as a known peer deviates (outcome ``peer_quirk``) decoded, and real clients
         accept it: every mode keeps it."""
-        if ex.status in MALFORMED_STATUSES and not (ex.status == MALFORMED and explained(ex.error, ex.note)):
+        if ex.status in MALFORMED_STATUSES and not known_deviation(ex.status, ex.error, ex.note):
             if self.options.mode == "FAILFAST":
                 raise RuntimeError(_failfast_message(ex))
             if self.options.mode == "DROPMALFORMED":

@@ -18,8 +18,7 @@ from functools import partial
 from operator import attrgetter
 
 from ..capture import packet_number
-from ..framing.model import MALFORMED
-from ..framing.quirks import explained
+from ..framing.quirks import known_deviation
 from ..spec.error_codes import error_name
 from .outcomes import ResponseErrorCodes, exchange_error_codes
 from .variant_spec import BodyEncoder, BodyEncoders
@@ -101,7 +100,7 @@ def outcome(status: str, codes: list[int] | None, note: str | None = None, error
     """``error_response`` for an answer with an error code, ``peer_quirk`` for a frame that does
     not match the spec in a way a known peer's does and real clients accept (its body decoded,
     its note says which), else the status."""
-    if status == MALFORMED and explained(error, note):
+    if known_deviation(status, error, note):
         return ERROR_RESPONSE if codes else PEER_QUIRK
     if status == OK and codes:
         return ERROR_RESPONSE
