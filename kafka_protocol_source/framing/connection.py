@@ -190,8 +190,11 @@ class Connection:
             client = self._client_by_content(final)
             if client is None and not final:
                 return []
-            self.client = client
-            self.kafka = client is not None
+            self.client = client or self._client_of_broker_found()
+            self.kafka = self.client is not None
+        if self.kafka:
+            broker = reverse(self._decided_client())
+            self.ctx.brokers_found.add((broker.src_ip, broker.src_port))
         if self.kafka and not self.tls:
             self._start()
         backlog, self.backlog, self.held = self.backlog, [], {}
@@ -207,12 +210,22 @@ class Connection:
         return out
 
     def _client_by_ports(self) -> Direction | None:
-        ports = self.ctx.ports
         k = self.key
-        a_is_broker, b_is_broker = k.a_port in ports, k.b_port in ports
+        client = self._client_facing(k.a_port in self.ctx.ports, k.b_port in self.ctx.ports)
+        self.port_matched = client is not None
+        return client
+
+    def _client_of_broker_found(self) -> Direction | None:
+        """The side talking to an endpoint other connections were found serving Kafka on (for a
+        side whose bytes alone do not show it: one answer, a capture joined after the last request)."""
+        k, found = self.key, self.ctx.brokers_found
+        return self._client_facing((k.a_ip, k.a_port) in found, (k.b_ip, k.b_port) in found)
+
+    def _client_facing(self, a_is_broker: bool, b_is_broker: bool) -> Direction | None:
+        """The side facing the broker, when exactly one side is it."""
         if a_is_broker == b_is_broker:
             return None
-        self.port_matched = True
+        k = self.key
         if b_is_broker:
             return Direction(k.a_ip, k.a_port, k.b_ip, k.b_port)
         return Direction(k.b_ip, k.b_port, k.a_ip, k.a_port)

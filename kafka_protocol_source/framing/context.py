@@ -8,7 +8,7 @@ the protocol has (``known``, from the bundled definitions) and their names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ..capture.model import FILE_MASK, FILE_SHIFT  # (re-exported: the stages above read them here)
@@ -38,6 +38,9 @@ class CaptureContext:
     # Rows of these statuses whose api is unknown (a gap, a frame without a readable header)
     # pass the api filter: any of them may be of an api it asks for (a FAILFAST read fails on them).
     unknown_api_kept: frozenset[str] = frozenset()
+    # (ip, port) of the brokers this capture's connections were found serving Kafka on: a listener
+    # speaks one protocol, so a connection to one of them is Kafka where its bytes cannot show it.
+    brokers_found: set[tuple[str, int]] = field(default_factory=set)
 
     def locate(self, packet: int | None) -> tuple[str, int | None]:
         """The file and in-file index of a global packet index (the first file when unknown)."""

@@ -361,3 +361,35 @@ def test_without_ports_a_late_start_never_takes_the_brokers_responses_for_reques
             if e.client_address and e.client_address.endswith(f":{s.broker_port}")
         ]
     assert fake == []
+
+
+@pytest.mark.parametrize(
+    ("name", "fortieth", "client_port"),
+    [
+        ("tansu_confluent_kafka_all_codecs", 5, 46764),
+        ("tansu_kafka_python_all_codecs_nano", 4, 35788),
+        ("mock_kafka_python_legacy_magic0", 4, 59200),
+    ],
+)
+def test_a_connection_showing_one_answer_is_kafka_where_other_connections_found_its_broker(
+    name, fortieth, client_port, tmp_path
+):
+    """A capture started after the last request of a short connection shows one answer on it:
+    too little to tell Kafka by, but the broker's address and port were found serving Kafka on
+    other connections, and a listener speaks one protocol. Without ``ports`` the connection gives
+    the rows it gives with them."""
+    s = next(s for s in CAPTURES if s.name == name)
+    segments = segments_of(s.path)
+    path = late_start(segments, len(segments) * fortieth // 40).write(tmp_path / "late.pcap")
+
+    def rows(**options):
+        return [
+            (e.connection_id, e.status, e.api_key, e.correlation_id, e.note)
+            for e in read_capture(path, **options)
+            if e.client_address and e.client_address.endswith(f":{client_port}")
+        ]
+
+    with_ports = rows(ports=[s.broker_port])
+    assert [status for _, status, *_ in with_ports] == ["request_missing"]
+    assert rows() == with_ports
+    assert check_accounting(path) == []
