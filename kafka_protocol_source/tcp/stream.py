@@ -124,6 +124,17 @@ class DirectionStream:
         # Conflicts found while offset 0 is provisional: said once it is settled (it may move).
         self._early_conflicts: list[tuple[int, int, int, int]] = []
 
+    def takes_syn(self, seq: int, tick: int) -> bool:
+        """Whether a SYN of ``seq`` from this side, at ``tick``, is this stream's own: its ISN (a
+        copy, as a second interface captures it), or, for a stream whose SYN was not seen, any
+        SYN while it has no bytes, or one just before them while its start is provisional
+        (written after data sent after it). Any other is a new use of the 4-tuple."""
+        if self.isn is not None:
+            return self.isn == seq
+        if self.base_seq is None:
+            return True
+        return tick < self._settle_until and -self.cap <= self.offset_of((seq + 1) & _MASK) <= 0
+
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
             self.isn = seq

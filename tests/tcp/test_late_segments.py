@@ -4,6 +4,7 @@ The tcp stage waits ``REORDER_WINDOW`` packets of the capture for such a segment
 gives its bytes up as a gap or closes the connection.
 """
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -300,3 +301,26 @@ def test_bytes_the_snaplen_cut_are_filled_by_a_fuller_copy_once_such_copies_are_
     later = seg(110, b"klmno", index=5 + REORDER_WINDOW)
     ev = run([*numbered(held), *elsewhere(REORDER_WINDOW, 4), later])
     assert stream_of(ev)[-3:] == [b"fg", ("gap", 7, 3, "snaplen_cut"), b"klmno"]
+
+
+@pytest.mark.parametrize("end", [None, "reset"])
+def test_a_syn_with_a_new_isn_after_a_start_joined_mid_stream_is_a_new_connection(end):
+    """The capture joined a connection without its SYN (its ISN unknown), and later a SYN of
+    another ISN on the same 4-tuple comes, with the old connection's end not captured or its
+    RST just before: a new connection, its bytes its own, once the old start has settled (a
+    SYN just before a provisional start is that stream's own, written late)."""
+    old = numbered([seg(5000, b"old", src=S, dst=C), seg(7000, b"ask")])
+    ending = [seg(7003, flags=RST, index=1 + REORDER_WINDOW)] if end else []
+    new_start = 2 + REORDER_WINDOW
+    new = numbered([seg(100, flags=SYN), seg(101, b"new"), seg(900, b"reply", src=S, dst=C)], new_start)
+    ev = run([*old, *elsewhere(REORDER_WINDOW, 2), *ending, *new])
+    ours = [
+        e
+        for e in ev
+        if isinstance(e, StreamChunk | StreamGap | FlowEvent) and OTHER[1] not in (e.conn.a_port, e.conn.b_port)
+    ]
+    chunks = [(c.conn.instance, c.data) for c in ours if isinstance(c, StreamChunk)]
+    assert chunks == [(0, b"old"), (0, b"ask"), (1, b"new"), (1, b"reply")]
+    closes = [e.detail for e in ours if isinstance(e, FlowEvent) and e.kind == "close"]
+    assert closes == ["reset" if end else "reused", "end_of_capture"]
+    assert not [e for e in ours if isinstance(e, StreamGap)]
