@@ -12,9 +12,10 @@ untouched, in order.
 A connection whose FINs are in is closed once the bytes they say were sent are all in: a
 capture can write a segment a few packets after its sender's FIN. While some are missing the
 close waits, for at most ``REORDER_WINDOW`` packets of the capture; then what never came becomes
-a gap. After a RST it waits that long in any case: the peer's bytes in flight when the RST was
-sent (a response on its way) still cross the wire, and a capture merged from two points or
-written out of order can put the RST before bytes sent earlier.
+a gap. After a RST it waits that long in any case, counted again from each segment that still
+brings bytes: the peer's bytes in flight when the RST was sent (a response on its way, however
+many packets long) still cross the wire, and a capture merged from two points or written out of
+order can put the RST before bytes sent earlier.
 
 Memory stays bounded however long the capture: a closed connection is remembered (its instance
 number, and per side the few numbers that tell a late retransmission) for the last
@@ -165,7 +166,8 @@ class _Table:
 
     @staticmethod
     def _belongs_to_closed(old: tuple, four: tuple, seg: TcpSegment) -> bool:
-        """A segment after close is a late retransmission unless it is a new SYN or lies past the old data.
+        """A segment after close is a late retransmission unless it is a new SYN or brings bytes from
+        where the old data ended on.
 
         A SYN with the ISN the closed connection began with is a copy of that one: the same packets
         captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
@@ -177,7 +179,7 @@ class _Table:
             return isn is not None and isn == seg.seq
         if not seg.payload or base_seq is None:
             return True
-        return -1 <= offset_at(base_seq, offset, seg.seq) <= offset
+        return -1 <= offset_at(base_seq, offset, seg.seq) < offset
 
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:
         """The events one segment causes, in order (most segments: one chunk or none)."""
@@ -238,6 +240,11 @@ class _Table:
             out.append(self._overflow(conn, stream, ts))
         if starts:
             _settle_with_peer(conn)
+        closing = conn.closing
+        if closing is not None and closing[2] == "reset":  # bytes in flight at the RST: wait on for more
+            conn.closing = (closing[0], tick, closing[2])
+            del self.closing[four]
+            self.closing[four] = conn  # (the table stays in the order of its ticks)
         return conn, stream
 
     def _overflow(self, conn: _Connection, stream: DirectionStream, ts: int) -> FlowEvent:

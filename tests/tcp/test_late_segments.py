@@ -324,3 +324,41 @@ def test_a_syn_with_a_new_isn_after_a_start_joined_mid_stream_is_a_new_connectio
     closes = [e.detail for e in ours if isinstance(e, FlowEvent) and e.kind == "close"]
     assert closes == ["reset" if end else "reused", "end_of_capture"]
     assert not [e for e in ours if isinstance(e, StreamGap)]
+
+
+def test_a_response_still_arriving_after_a_rst_stays_on_its_connection_however_many_packets_it_takes():
+    """The client reset the connection with a response on its way: the response's segments keep
+    coming, each after more than a few other packets, over more than the window in all. Each
+    one that brings bytes starts the wait again, so they all land on the connection."""
+    start = numbered([seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C), seg(100, b"ask")])
+    events, index = [*start, seg(500, b"r" * 10, src=S, dst=C, index=3), seg(103, flags=RST, index=4)], 5
+    for i in range(1, 10):
+        events += elsewhere(REORDER_WINDOW // 4, index)
+        index += REORDER_WINDOW // 4
+        events.append(seg(500 + 10 * i, b"r" * 10, src=S, dst=C, index=index))
+        index += 1
+    ev = [e for e in run(events) if OTHER[1] not in (e.conn.a_port, e.conn.b_port)]
+    assert joined(ev, S) == b"r" * 100
+    assert {e.conn.instance for e in ev} == {0}
+    assert not [e for e in ev if isinstance(e, StreamGap)]
+
+
+def test_bytes_from_where_a_closed_stream_ended_are_not_taken_for_a_retransmission():
+    """Past the wait after a RST, the peer's next bytes begin right where its stream ended: new
+    bytes (on the 4-tuple's next connection, joined mid-stream), not a late copy to drop."""
+    start = numbered([seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C), seg(100, b"ask")])
+    after = 5 + REORDER_WINDOW
+    ev = run(
+        [
+            *start,
+            seg(500, b"resp", src=S, dst=C, index=3),
+            seg(103, flags=RST, index=4),
+            *elsewhere(REORDER_WINDOW, 5),
+            seg(504, b"more", src=S, dst=C, index=after),
+        ]
+    )
+    ours = [e for e in ev if OTHER[1] not in (e.conn.a_port, e.conn.b_port)]
+    assert [(c.conn.instance, c.data) for c in ours if isinstance(c, StreamChunk) and c.direction.src_port == S[1]] == [
+        (0, b"resp"),
+        (1, b"more"),
+    ]
