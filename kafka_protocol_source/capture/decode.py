@@ -171,8 +171,8 @@ class PacketDecoder:
         ihl = (ver_ihl & 0x0F) * 4
         if ver_ihl >> 4 != 4 or ihl < 20:
             return CaptureIssue(index, offset, "bad_ip_header", f"IPv4 version/IHL byte {ver_ihl:#04x}")
-        if total == 0:
-            total = avail  # segmentation offload: the NIC fills the length in later
+        if total == 0:  # segmentation offload: the NIC fills the length in later; the packet's
+            total = max(orig_len, size) - off  # own length says it, snaplen-cut or not
         elif total < ihl:
             return CaptureIssue(index, offset, "bad_ip_header", f"IPv4 total length {total} below header length {ihl}")
         if total <= avail:
@@ -211,7 +211,7 @@ class PacketDecoder:
         start = off + 40
         avail = size - start
         if plen == 0:
-            plen = avail  # jumbogram or segmentation offload
+            plen = max(orig_len, size) - start  # jumbogram or segmentation offload: the packet's own length
         if plen <= avail:
             end, missing = start + plen, 0
         else:

@@ -187,6 +187,22 @@ def test_snaplen_cut_segment_is_marked():
     assert s.payload == b"012345" and s.missing == 4
 
 
+@pytest.mark.parametrize("version", [4, 6])
+def test_a_snaplen_cut_packet_whose_ip_length_is_0_is_as_long_as_the_packet_was(version):
+    """Segmentation offload leaves the IP length 0 (IPv4 total, IPv6 payload length) in a
+    capture on the sending host: the packet's original length says how long it is, so the bytes
+    a snaplen cut are missing, as with the length filled in."""
+    segment = b.tcp(40000, 9092, 1000, payload=b"0123456789")
+    if version == 4:
+        frame = b.ether(b.ipv4("10.0.0.1", "10.0.0.2", segment, total=0))
+    else:
+        ip = bytearray(b.ipv6("fd00::1", "fd00::2", segment))
+        ip[4:6] = b"\0\0"
+        frame = b.ether(bytes(ip), ethertype=0x86DD)
+    (s,) = read(b.pcap([(T0, frame[:-4], len(frame))], snaplen=len(frame) - 4))
+    assert s.payload == b"012345" and s.missing == 4
+
+
 def test_snaplen_cut_inside_headers_is_an_issue():
     frame = seg_frame(b"0123456789")
     (i,) = read(b.pcap([(T0, frame[:40], len(frame))]))
