@@ -162,8 +162,8 @@ class DirectionStream:
             self._rebase(start)
             start, end = 0, end - start
         if end <= offset:
-            if payload:
-                self._repeated(start, payload, ts, index, out)
+            if payload and not (len(payload) == 1 and start == offset - 1):  # (that: a keep-alive,
+                self._repeated(start, payload, ts, index, out)  # whose byte may be any: RFC 1122 4.2.3.6)
             return True  # a retransmission of bytes already delivered
         conflict = None
         if start < offset:

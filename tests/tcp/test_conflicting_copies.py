@@ -33,6 +33,14 @@ def test_a_differing_copy_of_the_last_packet_is_said_and_the_first_copy_kept():
     assert (conflict.direction.src_port, conflict.conn.instance) == (40000, 0)
 
 
+def test_a_keep_alive_whose_byte_differs_is_not_a_conflict():
+    """A keep-alive repeats the last byte sent (seq = next - 1), and that byte may be any
+    (RFC 1122 4.2.3.6, "garbage octet"): not a retransmitted copy to compare, as tshark reads it."""
+    ev = run(numbered([*HANDSHAKE, seg(100, b"hello world"), seg(110, b"\0"), seg(111, b"!")]))
+    assert joined(ev) == b"hello world!"
+    assert conflicts(ev) == []
+
+
 def test_an_identical_copy_is_not_a_conflict():
     ev = run(numbered([*HANDSHAKE, seg(100, b"hello world"), seg(100, b"hello world"), seg(106, b"world!")]))
     assert joined(ev) == b"hello world!"
