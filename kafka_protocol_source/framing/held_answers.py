@@ -146,9 +146,10 @@ def _yes() -> bool:
 
 
 def captured_before(response: Frame, request) -> bool:
-    """Whether a response was captured before the request it answers or may answer."""
+    """Whether a response was captured before the request it answers or may answer (a time of 0
+    is unknown, as in a pcapng simple packet block: neither before nor after)."""
     request_ns = getattr(request, "first_ns", None)
-    return response.last_ns is not None and request_ns is not None and response.last_ns < request_ns
+    return bool(response.last_ns and request_ns and response.last_ns < request_ns)
 
 
 def answered_before(response: Frame, request) -> str:

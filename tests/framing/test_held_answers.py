@@ -14,7 +14,7 @@ from kafka_protocol_source.framing.held_answers import ONE_SIDED_HELD, ONE_SIDED
 from kafka_protocol_source.framing.model import Frame
 from kafka_protocol_source.framing.sniff import RequestHeader
 from tests.capture import pcapbuild as pb
-from tests.cuts import late_start, segments_of
+from tests.cuts import Cut, late_start, segments_of
 from tests.framing.kafkaflow import (
     BROKER,
     Conversation,
@@ -228,3 +228,21 @@ def test_a_read_filtered_to_one_api_completes_its_rows_where_the_whole_read_does
     whole = [(e.correlation_id, e.status, e.completed_at) for e in read_capture(path) if e.api_key == 3]
     filtered = [(e.correlation_id, e.status, e.completed_at) for e in read_capture(path, apis=[3])]
     assert filtered == whole and len(whole) == 30 and all(status == "ok" for _, status, _ in whole)
+
+
+def test_a_response_of_unknown_time_is_not_said_to_be_captured_before_its_request(tmp_path):
+    """A time of 0 is unknown (a pcapng simple packet block has none): the row has no response
+    time and no latency, and says nothing of clocks that disagree."""
+    s = next(s for s in samples() if s.name == "tansu_confluent_kafka_all_codecs")
+    segments = segments_of(s.path)
+    whole = {(e.connection_id, e.correlation_id): e for e in read_capture(s.path, ports=[s.broker_port])}
+    fetch = next(e for e in whole.values() if e.api_name == "Fetch" and e.response_packet is not None)
+    untimed = [x._replace(timestamp_ns=0) if x.packet_index == fetch.response_packet else x for x in segments]
+    path = Cut(tuple(untimed)).write(tmp_path / "untimed.pcap")
+    row = next(
+        e
+        for e in read_capture(path, ports=[s.broker_port])
+        if (e.connection_id, e.correlation_id) == (fetch.connection_id, fetch.correlation_id)
+    )
+    assert (row.status, row.response_time, row.latency_ms) == ("ok", None, None)
+    assert row.note is None or "before its request" not in row.note
