@@ -36,8 +36,9 @@ from .records import DEFAULT_MAX_DECOMPRESSED_BYTES
 from .spec.headers import request_header_version
 from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChunk, StreamGap, reassemble
 
-# Packet-level issues that the tcp stage already turns into gaps of the streams they cut.
-_SHOWN_AS_GAPS = {"snaplen_cut"}
+# Packets whose headers the snaplen cut, so that their connection is not known: what they carried
+# is a gap of its stream where other packets show that, and one row at the end says how many.
+_HEADERS_CUT = "snaplen_cut"
 
 # Which connections one reader takes, by their endpoints in the tcp stage's canonical order
 # (a_ip, a_port, b_ip, b_port): everything (None or True), nothing (False), or only these apis.
@@ -211,6 +212,7 @@ def _read_packets(
     open_connection = partial(_open_connection, ctx, scope, contexts)
     out: list[Exchange] = []
     skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
+    first_cut, headers_cut = None, 0
     segments = _session_packets(paths, contexts, options.packet_limits, options.record_runs, skip)
     if scope is not None:
         segments = _within(segments, scope)
@@ -225,7 +227,10 @@ def _read_packets(
             break
         if isinstance(ev, CaptureIssue):
             # a problem of the file itself, whatever the api and time filters: the read is incomplete
-            if ev.kind not in _SHOWN_AS_GAPS and options.issues_here:
+            if ev.kind == _HEADERS_CUT:
+                first_cut = first_cut or ev
+                headers_cut += 1
+            elif options.issues_here:
                 out.append(_issue_row(ctx, ev))
         elif not skipped or ev.conn not in skipped:  # (hashing a ConnectionKey is not free)
             try:
@@ -241,6 +246,8 @@ def _read_packets(
             out += conn.close()
         except Exception as e:  # noqa: BLE001
             out.append(_internal_error(ctx, conn, f"{type(e).__name__}: {e}"))
+    if first_cut is not None and options.issues_here:
+        out.append(_headers_cut_row(ctx, first_cut, headers_cut))
     yield from out
 
 
@@ -304,6 +311,19 @@ def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> 
         _capture_error(ctx, f"kafka-wire failed reading {where} (a bug; the rest of the file is read): {what}"),
         status=INTERNAL_ERROR,
         connection_id=conn.connection_label() if conn is not None else None,
+    )
+
+
+def _headers_cut_row(ctx: CaptureContext, first: CaptureIssue, count: int) -> Exchange:
+    _, local = ctx.locate(first.packet_index)
+    packets = f"{count} packets" if count > 1 else "1 packet"
+    return _capture_error(
+        ctx,
+        f"{packets} cut by the capture's snaplen inside their headers (the first at packet "
+        f"{'?' if local is None else packet_number(local)}: {first.detail}): their connections are not known, "
+        "so what they carried is a gap only where other packets show the connection; a larger snaplen "
+        "(tcpdump -s 0) keeps it",
+        packet=first.packet_index,
     )
 
 

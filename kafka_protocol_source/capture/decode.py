@@ -288,11 +288,14 @@ class PacketDecoder:
         doff = (off_flags >> 12) * 4
         if doff < 20:
             return CaptureIssue(index, offset, "bad_tcp_header", f"TCP data offset {doff}")
-        if pos + doff > end:
+        payload = b""
+        if pos + doff <= end:
+            payload = bytes(data[pos + doff : end])
+        elif missing and end - pos + missing >= doff:  # the snaplen cut the options: the ports, sequence
+            missing = end - pos + missing - doff  # numbers and flags are there, the payload is all missing
+        else:
             return self._bad("bad_tcp_header", index, offset, size, orig_len, "TCP options cut")
         names = self._names
         s = names.get(src) or self._name(src)
         d = names.get(dst) or self._name(dst)
-        return TcpSegment(
-            ts, s, sport, d, dport, seq, ack, off_flags & 0x1FF, bytes(data[pos + doff : end]), missing, index, offset
-        )
+        return TcpSegment(ts, s, sport, d, dport, seq, ack, off_flags & 0x1FF, payload, missing, index, offset)

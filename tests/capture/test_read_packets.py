@@ -203,6 +203,15 @@ def test_a_snaplen_cut_packet_whose_ip_length_is_0_is_as_long_as_the_packet_was(
     assert s.payload == b"012345" and s.missing == 4
 
 
+def test_a_snaplen_cut_inside_the_tcp_options_is_a_segment_whose_payload_is_all_missing():
+    """``tcpdump -s 64`` over IPv4 with Linux's 12 bytes of TCP options: the ports, sequence
+    numbers and flags are there, so the segment is, with none of its payload captured."""
+    t = b.tcp(40000, 9092, 1000, flags=b.ACK | b.PSH, payload=b"0123456789", options=b"\x01\x01\x08\x0a" + b"\0" * 8)
+    frame = b.ether(b.ipv4(A, B, t))
+    (s,) = read(b.pcap([(T0, frame[:64], len(frame))], snaplen=64))
+    assert (s.src_port, s.dst_port, s.seq, s.payload, s.missing) == (40000, 9092, 1000, b"", 10)
+
+
 def test_snaplen_cut_inside_headers_is_an_issue():
     frame = seg_frame(b"0123456789")
     (i,) = read(b.pcap([(T0, frame[:40], len(frame))]))

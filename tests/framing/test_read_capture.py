@@ -7,6 +7,7 @@ import pytest
 
 from kafka_protocol_source import CaptureOptions, read_capture
 from kafka_protocol_source.pipeline import read_with
+from tests.capture import pcapbuild as pb
 
 from .kafkaflow import (
     BROKER,
@@ -315,3 +316,18 @@ def test_a_packet_lost_inside_a_frame_cuts_that_frame_only(tmp_path):
     assert out[0].request_span == (0, len(sized(metadata_v1_request(1, ("a" * 300,)))))
     across = run(tmp_path, c.pcap(drop={5, 7}), name="across.pcap")  # the frame's last piece and the next request
     assert ("ok", "Metadata", 2) not in summary(across) and summary(across)[0] == ("gap", "Metadata", 1)
+
+
+def test_packets_whose_headers_the_snaplen_cut_are_said_in_one_row(tmp_path):
+    """Cut inside their TCP header (``-s 68`` over IPv6), no packet says its connection: one
+    capture_error row says how many there were and why, where the read had no row at all."""
+    frames = []
+    for i in range(3):
+        t = pb.tcp(40000, 9092, 1000 + i, flags=pb.ACK, payload=b"x" * 50)
+        frame = pb.ether(pb.ipv6("fd00::1", "fd00::2", t), ethertype=0x86DD)
+        frames.append((i * 1000, frame[:68], len(frame)))
+    path = tmp_path / "s68.pcap"
+    path.write_bytes(pb.pcap(frames, snaplen=68))
+    (row,) = read_capture(path, ports=[9092])
+    assert row.status == "capture_error"
+    assert row.error.startswith("3 packets cut by the capture's snaplen inside their headers (the first at packet 1")
