@@ -177,8 +177,10 @@ class _Table:
         isn, base_seq, offset = old[side : side + 3]
         if seg.flags & SYN:
             return isn is not None and isn == seg.seq
-        if not seg.payload or base_seq is None:
+        if not seg.payload:
             return True
+        if base_seq is None:  # the side sent nothing the capture had: its bytes cannot be a copy
+            return False
         return -1 <= offset_at(base_seq, offset, seg.seq) < offset
 
     def segment(self, seg: TcpSegment) -> list[StreamEvent]:

@@ -362,3 +362,20 @@ def test_bytes_from_where_a_closed_stream_ended_are_not_taken_for_a_retransmissi
         (0, b"resp"),
         (1, b"more"),
     ]
+
+
+def test_bytes_written_after_their_connections_fins_are_not_taken_for_copies():
+    """Pieces of a rotated capture concatenated out of time order can put a connection's FINs
+    before its data: the connection closes on its FINs with no byte seen, and its bytes, coming
+    after, cannot be copies of any: they are read (as the 4-tuple's next connection)."""
+    ev = run(
+        numbered(
+            [
+                seg(500, flags=FIN | ACK),
+                seg(900, flags=FIN | ACK, src=S, dst=C),
+                seg(490, b"request...", ack=890),
+                seg(880, b"response..", src=S, dst=C, ack=500),
+            ]
+        )
+    )
+    assert joined(ev, C) == b"request..." and joined(ev, S) == b"response.."
