@@ -55,11 +55,11 @@ def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str
     if linktype == LINKTYPE_LINUX_SLL2:
         if size < 20:
             return "SLL2 header"
-        return 20, _ETHERTYPE_VERSION.get((data[0] << 8) | data[1])
+        return _past_vlan_tags(data, 20, (data[0] << 8) | data[1], size)
     if linktype == LINKTYPE_LINUX_SLL:
         if size < 16:
             return "SLL header"
-        return 16, _ETHERTYPE_VERSION.get((data[14] << 8) | data[15])
+        return _past_vlan_tags(data, 16, (data[14] << 8) | data[15], size)
     if linktype in RAW_IP_LINKTYPES:
         if size < 1:
             return "IP header"
@@ -74,6 +74,18 @@ def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str
             family = int.from_bytes(data[0:4], "big")
         return 4, _AF_VERSION.get(family)
     return None
+
+
+def _past_vlan_tags(data, off: int, ethertype: int, size: int) -> tuple[int, int | None] | str:
+    """Where the IP header starts and its version, past the VLAN tags (802.1Q, QinQ) that may
+    follow an ethertype field ending at ``off``: on Ethernet, and on Linux cooked headers, where
+    libpcap puts back the tag a NIC stripped (``-i any`` on a bridge or trunk)."""
+    while ethertype in _VLAN_ETHERTYPES:
+        if size < off + 4:
+            return "VLAN tag"
+        ethertype = (data[off + 2] << 8) | data[off + 3]
+        off += 4
+    return off, _ETHERTYPE_VERSION.get(ethertype)
 
 
 class PacketDecoder:
@@ -122,23 +134,14 @@ class PacketDecoder:
                         ),
                     )
         if linktype == LINKTYPE_ETHERNET:
-            off = 14
-            if size < 14:
-                return self._short(index, offset, size, orig_len, "Ethernet header")
-            etype = (data[12] << 8) | data[13]
-            while etype in _VLAN_ETHERTYPES:
-                if size < off + 4:
-                    return self._short(index, offset, size, orig_len, "VLAN tag")
-                etype = (data[off + 2] << 8) | data[off + 3]
-                off += 4
-            version = _ETHERTYPE_VERSION.get(etype)
+            header = "Ethernet header" if size < 14 else _past_vlan_tags(data, 14, (data[12] << 8) | data[13], size)
         else:
             header = _link_header(linktype, data, size)
             if header is None:
                 return self._unsupported(index, offset, linktype)
-            if isinstance(header, str):
-                return self._short(index, offset, size, orig_len, header)
-            off, version = header
+        if isinstance(header, str):
+            return self._short(index, offset, size, orig_len, header)
+        off, version = header
         if version == 4:
             return self._ipv4(data, off, size, orig_len, index, offset, ts)
         if version == 6:

@@ -86,6 +86,17 @@ def test_cooked_and_loopback_links(linktype, link, v6):
     assert s.payload == b"x" and s.src_ip == ("fe80::1" if v6 else A)
 
 
+@pytest.mark.parametrize(("linktype", "link"), [(113, b.sll), (276, b.sll2)])
+@pytest.mark.parametrize("v6", [False, True])
+def test_vlan_tags_on_linux_cooked_links(linktype, link, v6):
+    """libpcap puts back in a Linux cooked header the VLAN tag a NIC stripped (``-i any`` on a
+    bridge or trunk): the protocol field says 802.1Q, and the tag comes before the IP header."""
+    ip = seg_frame(b"tagged", link=None, v6=v6)
+    tag = struct.pack("!HH", 7, 0x86DD if v6 else 0x0800)
+    (s,) = read(b.pcap([(T0, link(tag + ip, 0x8100))], linktype=linktype))
+    assert s.payload == b"tagged" and s.src_ip == ("fe80::1" if v6 else A)
+
+
 @pytest.mark.parametrize("linktype", [101, 12, 14, 228, 229])
 @pytest.mark.parametrize("v6", [False, True])
 def test_raw_ip_links_by_version_nibble(linktype, v6):
