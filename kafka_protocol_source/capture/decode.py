@@ -133,12 +133,13 @@ class PacketDecoder:
                             offset,
                         ),
                     )
+        header: tuple[int, int | None] | str | None
         if linktype == LINKTYPE_ETHERNET:
             header = "Ethernet header" if size < 14 else _past_vlan_tags(data, 14, (data[12] << 8) | data[13], size)
         else:
             header = _link_header(linktype, data, size)
-            if header is None:
-                return self._unsupported(index, offset, linktype)
+        if header is None:
+            return self._unsupported(index, offset, linktype)
         if isinstance(header, str):
             return self._short(index, offset, size, orig_len, header)
         off, version = header
