@@ -22,6 +22,7 @@ from functools import lru_cache, partial
 
 from .body_decoder import CodecBodies
 from .capture import CaptureError, CaptureIssue, TcpSegment, packet_number
+from .capture.model import KnownOtherFormat
 from .capture.runs import RecordRuns
 from .capture.session import session_packets
 from .capture.source import detect_format
@@ -117,8 +118,14 @@ def unreadable(path: str, options: CaptureOptions) -> str | None:
     try:
         detect_format(path)
     except CaptureError as not_a_capture:
-        return None if is_dump(path, _context([path], options)) else _NOT_A_CAPTURE.format(not_a_capture)
+        dump = _is_dump(path, not_a_capture, _context([path], options))
+        return None if dump else _NOT_A_CAPTURE.format(not_a_capture)
     return None
+
+
+def _is_dump(path: str, not_a_capture: CaptureError, ctx: CaptureContext) -> bool:
+    """Whether a file that is no capture is a stream dump (a file of a known other kind is not)."""
+    return not isinstance(not_a_capture, KnownOtherFormat) and is_dump(path, ctx)
 
 
 def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = None) -> Iterator[Exchange]:
@@ -134,7 +141,7 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
             others.add(p)
             if options.issues_here:
                 ctx = _context([p], options)
-                if is_dump(p, ctx):
+                if _is_dump(p, not_a_capture, ctx):
                     yield from read_dump(p, ctx)
                 else:
                     yield _capture_error(ctx, _NOT_A_CAPTURE.format(not_a_capture))

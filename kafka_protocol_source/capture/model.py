@@ -31,6 +31,11 @@ class CaptureError(Exception):
     """
 
 
+class KnownOtherFormat(CaptureError):
+    """The input is a file of a known kind that is no capture (compressed as we do not read, an
+    archive): not a stream dump either, whatever its first bytes would read as."""
+
+
 # A session of several files is read as one capture: a packet's index there is its file's number
 # shifted by FILE_SHIFT, plus its index in its file.
 FILE_SHIFT = 40

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from .gunzip import Gunzip
-from .model import CaptureError, CaptureFormat
+from .model import CaptureError, CaptureFormat, KnownOtherFormat
 from .read_meter import counted
 
 Source = str | os.PathLike | BinaryIO
@@ -27,6 +27,16 @@ PCAP_MAGICS = {
     b"\xa1\xb2\x3c\x4d",  # nanoseconds, big-endian
 }
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+# Files a capture is often mistaken for or kept in, by their first bytes: what to say of them.
+_OTHER_FORMATS = {
+    b"\x28\xb5\x2f\xfd": "compressed with zstd: decompress it first (zstd -d)",
+    b"\x04\x22\x4d\x18": "compressed with lz4: decompress it first (lz4 -d)",
+    b"BZh": "compressed with bzip2: decompress it first (bunzip2)",
+    b"\xfd7zX": "compressed with xz: decompress it first (xz -d)",
+    b"PK\x03\x04": "a zip archive: unpack it first",
+    b"\xa1\xb2\xcd\x34": "a modified (Kuznetzov) pcap, which we do not read: convert it with editcap -F pcap",
+    b"\x34\xcd\xb2\xa1": "a modified (Kuznetzov) pcap, which we do not read: convert it with editcap -F pcap",
+}
 
 # Big enough that the per-read Python overhead vanishes, small enough to stay cache-friendly.
 READ_SIZE = 1 << 20
@@ -85,6 +95,9 @@ def container_of(head: bytes) -> str:
         return "pcap"
     if head[:4] == PCAPNG_MAGIC:
         return "pcapng"
+    for magic, what in _OTHER_FORMATS.items():
+        if head.startswith(magic):
+            raise KnownOtherFormat(what)
     raise CaptureError(f"not a pcap or pcapng capture (first bytes {head[:4].hex() or 'none'})")
 
 

@@ -101,12 +101,35 @@ def role(path: str, ctx) -> str | None:
 def _dump_head(path: str, ctx) -> tuple[int, bytes] | None:
     """Where a dump's frames start, and its first bytes from there; None if it is no dump."""
     head = _head(path)
-    if _chains(head, ctx):
+    named = tcpflow_endpoints(path) is not None
+    if _chains(head, ctx) and (named or _frames_fit(path, ctx)):
         return 0, head
-    if tcpflow_endpoints(path) is None:
+    if not named:
         return None
     start = _mid_stream_start(head, ctx)
     return None if start is None else (start, head[start:])
+
+
+def _frames_fit(path: str, ctx, frames: int = 16) -> bool:
+    """For a file without a tcpflow name (content alone is weak evidence: any file whose first
+    bytes read as a size passes for a frame): whether its first frame ends within it, and either
+    the file ends there or another frame follows (the first ``frames`` sizes all plausible)."""
+    try:
+        with open(path, "rb") as f:
+            end = os.fstat(f.fileno()).st_size
+            pos = whole = 0
+            while whole < frames and pos + 4 <= end:
+                f.seek(pos)
+                (size,) = _SIZE.unpack(f.read(4))
+                if not 4 <= size <= ctx.max_frame_size:
+                    return False
+                if pos + 4 + size > end:
+                    return whole >= 1  # a frame begun after a whole one: cut where the dump ends
+                pos += 4 + size
+                whole += 1
+    except OSError:
+        return False
+    return whole >= 1
 
 
 def _mid_stream_start(head: bytes, ctx) -> int | None:

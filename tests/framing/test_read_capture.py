@@ -271,6 +271,29 @@ def test_a_file_that_is_nothing_we_know_is_a_row(tmp_path):
     assert [e.status for e in out] == ["capture_error"]
 
 
+@pytest.mark.parametrize(
+    ("first_bytes", "said"),
+    [
+        (b"\x04\x22\x4d\x18", "compressed with lz4"),  # (as a size: 69 MB, within a frame's bounds)
+        (b"\x28\xb5\x2f\xfd", "compressed with zstd"),
+        (b"BZh91AY&SY", "compressed with bzip2"),
+        (b"\xfd7zXZ\x00\x00", "compressed with xz"),
+        (b"PK\x03\x04", "a zip archive"),
+        (b"\x34\xcd\xb2\xa1", "a modified (Kuznetzov) pcap"),
+    ],
+)
+def test_a_file_of_a_known_other_kind_is_a_row_that_names_it(tmp_path, first_bytes, said):
+    out = run(tmp_path, first_bytes + bytes(range(256)) * 20, name="capture.pcap.x")
+    assert [(e.status, said in e.error) for e in out] == [("capture_error", True)]
+
+
+def test_a_file_whose_first_bytes_read_as_one_frame_longer_than_the_file_is_no_dump(tmp_path):
+    """Content alone is weak evidence of a dump: any binary file whose first four bytes read as
+    a size would pass for one frame. Its frames must fit the file."""
+    out = run(tmp_path, b"\x00\x00\x13\x88" + bytes(range(256)) * 4, name="blob.bin")
+    assert [e.status for e in out] == ["capture_error"]
+
+
 def test_a_directory_or_a_file_gone_is_a_row_not_a_crash(tmp_path):
     """read_capture reads files (spark.read and kafka-wire expand directories): handed a
     directory or a path that is not there, it says so in a capture_error row."""
