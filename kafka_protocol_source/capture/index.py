@@ -27,7 +27,7 @@ from functools import partial
 from .decode import PacketDecoder
 from .gzip_ranges import GunzipRanges
 from .model import CaptureError, CaptureIssue, TcpSegment
-from .pcap import MAX_RECORD
+from .pcap import most_captured
 from .pcapng import EPB, IDB, PB, SHB, SPB, Section
 from .runs import RecordRuns
 from .source import detect_format
@@ -204,7 +204,8 @@ class _PcapIndex:
             return
         endian = "<" if file_head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
         self._record = struct.Struct(endian + "IIII")
-        self.linktype = struct.unpack_from(endian + "I", file_head, 20)[0] & 0xFFFF
+        snaplen, network = struct.unpack_from(endian + "II", file_head, 16)
+        self.linktype, most = network & 0xFFFF, most_captured(snaplen)
         yield 0, 24, 0, 0, None, False
         offset, index, size = 24, 0, self.size
         unpack, linktype, get = self._record.unpack_from, self.linktype, known.get
@@ -223,7 +224,7 @@ class _PcapIndex:
             _, _, caplen, orig_len = unpack(buf, pos)
             end = offset + 16 + caplen
             head = caplen if caplen < HEAD else HEAD
-            if caplen > MAX_RECORD or end > size or len(buf) - pos < 16 + head:
+            if caplen > most or end > size or len(buf) - pos < 16 + head:
                 break
             reader = None
             if ethernet and head >= 54:  # plain_tcp_key, written out: this loop is every packet

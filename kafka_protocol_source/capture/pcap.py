@@ -20,6 +20,14 @@ _FILE_HEADER_LEN = 24
 # A record claiming more than this is garbage, not a packet: stop rather than buffer it. (Below
 # it, only the bytes really there are ever buffered: see `read_more`.)
 MAX_RECORD = 1 << 26
+# A record claiming more than this, or than the file's snaplen when that is larger, is corrupt
+# (libpcap refuses it too): what looks like a cut last record may be a bad length mid-file.
+MAX_SNAPLEN = 1 << 18
+
+
+def most_captured(snaplen: int) -> int:
+    """The most captured bytes a record of a file with this snaplen can claim."""
+    return min(max(snaplen, MAX_SNAPLEN), MAX_RECORD)
 
 
 def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:
@@ -30,7 +38,8 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
     magic = buf[:4]
     endian = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     frac_to_ns = 1000 if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") else 1
-    network = struct.unpack_from(endian + "I", buf, 20)[0]
+    snaplen, network = struct.unpack_from(endian + "II", buf, 16)
+    most = most_captured(snaplen)
     # The upper bits may carry FCS-length flags; the link type is the low 16 bits.
     linktype = network & 0xFFFF
     unpack_record = struct.Struct(endian + "IIII").unpack_from
@@ -44,7 +53,7 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
         if size - pos >= 16:
             sec, frac, caplen, orig_len = unpack_record(buf, pos)
             end = pos + 16 + caplen
-            if end <= size:
+            if end <= size and caplen <= most:
                 yield (
                     index,
                     base + pos,
@@ -56,8 +65,9 @@ def read_pcap_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tupl
                 index += 1
                 pos = end
                 continue
-            if caplen > MAX_RECORD:
-                yield CaptureIssue(index, base + pos, "corrupt_file", f"record claims {caplen} captured bytes")
+            if caplen > most:
+                detail = f"record claims {caplen} captured bytes, more than the file's snaplen ({snaplen}) allows"
+                yield CaptureIssue(index, base + pos, "corrupt_file", detail)
                 return
             want = end - size
         else:

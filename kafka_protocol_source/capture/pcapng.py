@@ -25,6 +25,7 @@ EPB = 0x00000006
 _OPT_TSRESOL = 9
 _OPT_TSOFFSET = 14
 MAX_BLOCK = 1 << 26
+_MAX_OPTIONS = 1 << 12  # bytes of options looked through for a cut packet block's closing length
 # Shortest possible block of each type we read: 12 bytes of framing and its fixed fields.
 _SHORTEST = {IDB: 20, PB: 32, SPB: 16, EPB: 32}
 
@@ -209,10 +210,32 @@ class Section:
         self.interfaces = []
         return (), 0
 
+    def _closing_length(self, buf: bytes, pos: int, size: int) -> int | None:
+        """For an enhanced packet block at ``pos``: the length its closing length field gives,
+        found past its packet data (options may come first) where a block of that length ends;
+        None when there is no such field in the bytes there are."""
+        u32 = self.st["u32"].unpack_from
+        if size - pos < 28 or u32(buf, pos)[0] != EPB:
+            return None
+        caplen = self.st["epb"].unpack_from(buf, pos + 8)[3]
+        at = pos + 28 + _aligned(caplen)
+        stop = min(size, at + _MAX_OPTIONS)
+        while at + 4 <= stop:
+            if u32(buf, at)[0] == at + 4 - pos:
+                return at + 4 - pos
+            at += 4
+        return None
+
     def cut_block(
         self, buf: bytes, mv: memoryview, pos: int, size: int, need: int, index: int, offset: int
     ) -> Iterator:
-        """The end of a file cut inside a block: what survived of a last packet, then the issue."""
+        """The end of a file cut inside a block: what survived of a last packet, then the issue;
+        or, for a packet block whose own closing length comes before the end, a corrupt length."""
+        closing = self._closing_length(buf, pos, size)
+        if closing is not None and closing != need:
+            detail = f"block claims {need} bytes, but its closing length says {closing}"
+            yield CaptureIssue(index, offset, "corrupt_file", detail)
+            return
         if size - pos >= 28 and need >= _SHORTEST[EPB] and self.st["u32"].unpack_from(buf, pos)[0] == EPB:
             # Hand over what survived of the last packet; the decoder marks the missing payload.
             iface_id, ts_hi, ts_lo, caplen, orig_len = self.st["epb"].unpack_from(buf, pos + 8)
@@ -220,6 +243,10 @@ class Section:
                 data = mv[pos + 28 : min(size, pos + 28 + caplen)]
                 yield from _packet(self.interfaces[iface_id], ts_hi, ts_lo, index, offset, data, orig_len)
         yield CaptureIssue(index, offset, "truncated_file", f"last block cut: {size - pos} of {need} bytes present")
+
+
+def _aligned(n: int) -> int:
+    return (n + 3) & ~3
 
 
 def read_pcapng_frames(read: Callable[[int], bytes], head: bytes) -> Iterator[tuple | CaptureIssue]:

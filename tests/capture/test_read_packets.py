@@ -237,6 +237,31 @@ def test_truncated_file_mid_record_keeps_earlier_packets():
     assert items[2].kind == "truncated_file" and items[2].packet_index == 1
 
 
+def test_a_record_claiming_more_than_the_snaplen_is_corrupt_not_a_cut_last_record():
+    """A bad length mid-file runs past the file's end as a cut last record would: a record
+    may not claim more than the file's snaplen (or 256 KiB, when that is more), and one that
+    does is said to be corrupt, its bytes (the records after it) not handed over as a packet."""
+    data = bytearray(b.pcap([(T0, seg_frame(b"first")), (T0, seg_frame(b"second", seq=1005))] * 3))
+    second = 24 + 16 + len(seg_frame(b"first"))
+    struct.pack_into("<I", data, second + 8, 300_000)
+    items = read(bytes(data))
+    assert [type(x).__name__ for x in items] == ["TcpSegment", "CaptureIssue"]
+    assert items[1].kind == "corrupt_file" and items[1].packet_index == 1
+    assert "record claims 300000 captured bytes, more than the file's snaplen (262144) allows" in items[1].detail
+
+
+def test_a_packet_block_whose_closing_length_is_not_its_length_is_corrupt_not_a_cut_last_block():
+    frames = [("epb", 0, i, seg_frame(b"packet", seq=1000 + 6 * i)) for i in range(3)]
+    data = bytearray(b.pcapng([(1, None, None, 65535)], frames, unknown_block=False))
+    first_epb = data.index(struct.pack("<I", 6))
+    length = struct.unpack_from("<I", data, first_epb + 4)[0]
+    struct.pack_into("<I", data, first_epb + length + 4, 1 << 20)  # the second block's length
+    items = read(bytes(data))
+    assert [type(x).__name__ for x in items] == ["TcpSegment", "CaptureIssue"]
+    assert items[1].kind == "corrupt_file"
+    assert items[1].detail == f"block claims {1 << 20} bytes, but its closing length says {length}"
+
+
 def test_truncated_file_inside_record_header():
     data = b.pcap([(T0, seg_frame(b"first")), (T0, seg_frame(b"x"))])
     cut = len(b.pcap([(T0, seg_frame(b"first"))])) + 7
