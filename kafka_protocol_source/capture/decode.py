@@ -39,6 +39,9 @@ RAW_IP_LINKTYPES = frozenset({101, 12, 14, 228, 229})
 
 _VLAN_ETHERTYPES = frozenset({0x8100, 0x88A8, 0x9100})
 _ETHERTYPE_VERSION = {0x0800: 4, 0x86DD: 6}
+_MPLS_ETHERTYPES = frozenset({0x8847, 0x8848})
+_PPPOE_SESSION = 0x8864
+_PPP_VERSION = {0x0021: 4, 0x0057: 6}
 # BSD address-family numbers for IPv6 differ by OS (Linux 10, NetBSD/OpenBSD 24, FreeBSD 28, macOS 30).
 _AF_VERSION = {2: 4, 10: 6, 24: 6, 28: 6, 30: 6}
 _IPV6_SKIPPABLE = frozenset({0, 43, 60})  # hop-by-hop, routing, destination options
@@ -79,12 +82,25 @@ def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str
 def _past_vlan_tags(data, off: int, ethertype: int, size: int) -> tuple[int, int | None] | str:
     """Where the IP header starts and its version, past the VLAN tags (802.1Q, QinQ) that may
     follow an ethertype field ending at ``off``: on Ethernet, and on Linux cooked headers, where
-    libpcap puts back the tag a NIC stripped (``-i any`` on a bridge or trunk)."""
+    libpcap puts back the tag a NIC stripped (``-i any`` on a bridge or trunk). Past an MPLS
+    label stack or a PPPoE session header too, as a mirror port of a provider's or a DSL link
+    gives them."""
     while ethertype in _VLAN_ETHERTYPES:
         if size < off + 4:
             return "VLAN tag"
         ethertype = (data[off + 2] << 8) | data[off + 3]
         off += 4
+    if ethertype in _MPLS_ETHERTYPES:
+        while True:  # label stack entries, to the one with the bottom-of-stack bit
+            if size < off + 5:
+                return "MPLS label"
+            off += 4
+            if data[off - 2] & 1:
+                return off, data[off] >> 4 if data[off] >> 4 in (4, 6) else None
+    if ethertype == _PPPOE_SESSION:
+        if size < off + 8:
+            return "PPPoE header"
+        return off + 8, _PPP_VERSION.get((data[off + 6] << 8) | data[off + 7])
     return off, _ETHERTYPE_VERSION.get(ethertype)
 
 

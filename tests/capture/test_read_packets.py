@@ -97,6 +97,17 @@ def test_vlan_tags_on_linux_cooked_links(linktype, link, v6):
     assert s.payload == b"tagged" and s.src_ip == ("fe80::1" if v6 else A)
 
 
+@pytest.mark.parametrize("v6", [False, True])
+def test_ip_under_an_mpls_label_stack_or_a_pppoe_session_header(v6):
+    """A mirror port of a provider's link (MPLS) or a DSL one (PPPoE) hands over IP inside them."""
+    ip = seg_frame(b"labelled", link=None, v6=v6)
+    labels = struct.pack("!II", 16 << 12 | 64, 17 << 12 | 1 << 8 | 64)  # two labels, the second the bottom
+    pppoe = struct.pack("!BBHHH", 0x11, 0, 1, len(ip) + 2, 0x0057 if v6 else 0x0021)
+    for frame in (b.ether(labels + ip, ethertype=0x8847), b.ether(pppoe + ip, ethertype=0x8864)):
+        (s,) = read(b.pcap([(T0, frame)]))
+        assert s.payload == b"labelled" and s.src_ip == ("fe80::1" if v6 else A)
+
+
 @pytest.mark.parametrize("linktype", [101, 12, 14, 228, 229])
 @pytest.mark.parametrize("v6", [False, True])
 def test_raw_ip_links_by_version_nibble(linktype, v6):
