@@ -379,3 +379,24 @@ def test_bytes_written_after_their_connections_fins_are_not_taken_for_copies():
         )
     )
     assert joined(ev, C) == b"request..." and joined(ev, S) == b"response.."
+
+
+def test_copies_of_bytes_already_there_do_not_hold_a_reset_connection_open():
+    """Only new bytes restart the wait after a RST: a peer resending what it sent before (it gets
+    no ACK from the side that reset) does not keep the connection open while it goes on."""
+    start = numbered([seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C), seg(100, b"ask")])
+    events = [*start, seg(500, b"r" * 10, src=S, dst=C, index=3), seg(103, flags=RST, index=4)]
+    events += elsewhere(1, 5)
+    index, sent = 6, 0  # (the other connection's bytes follow on from its SYN's: delivered as they come)
+    for _ in range(10):
+        events += [seg(1000 + sent + i, b"z", src=OTHER, index=index + i) for i in range(REORDER_WINDOW // 4)]
+        index, sent = index + REORDER_WINDOW // 4, sent + REORDER_WINDOW // 4
+        events.append(seg(500, b"r" * 10, src=S, dst=C, index=index))
+        index += 1
+    ev = run(events)
+    ours = [isinstance(e, FlowEvent) and OTHER[1] not in (e.conn.a_port, e.conn.b_port) for e in ev]
+    close = next(i for i, e in enumerate(ev) if ours[i] and e.kind == "close")
+    others_before = sum(
+        1 for e in ev[:close] if isinstance(e, StreamChunk) and OTHER[1] in (e.conn.a_port, e.conn.b_port)
+    )
+    assert others_before <= REORDER_WINDOW + REORDER_WINDOW // 4
