@@ -199,7 +199,7 @@ class _Table:
                 return out
             conn = self._open(four, seg, out)
         elif flags & SYN and not flags & ACK:
-            if not conn.streams[src].takes_syn(seq, tick):
+            if not conn.streams[src].takes_syn(seq, tick, ts, conn.streams[dst].first_ns):
                 closing = conn.closing  # closed by its FINs or RST, when they came
                 self.close(four, conn, *((closing[0], closing[2]) if closing else (ts, "reused")), out)
                 conn = self._open(four, seg, out)

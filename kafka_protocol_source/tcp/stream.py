@@ -88,6 +88,7 @@ class DirectionStream:
         "conn",
         "direction",
         "end_seq",
+        "first_ns",
         "isn",
         "offset",
         "peer_ack",
@@ -118,22 +119,30 @@ class DirectionStream:
         # While offset 0 is the first segment seen, not the SYN's: the tick until which
         # nothing is delivered and earlier bytes move it back (-1: offset 0 is settled).
         self._settle_until = -1
+        self.first_ns: int | None = None  # capture time of the first bytes of a stream whose SYN was not seen
         self._cut_copies = CutCopies() if cut_copies is None else cut_copies
         self._last_cut: tuple[int, int] | None = None  # the bytes of the last cut given up as a gap
         self._last: StreamChunk | None = None  # the last chunk delivered (its bytes are compared with copies)
         # Conflicts found while offset 0 is provisional: said once it is settled (it may move).
         self._early_conflicts: list[tuple[int, int, int, int]] = []
 
-    def takes_syn(self, seq: int, tick: int) -> bool:
-        """Whether a SYN of ``seq`` from this side, at ``tick``, is this stream's own: its ISN (a
-        copy, as a second interface captures it), or, for a stream whose SYN was not seen, any
-        SYN while it has no bytes, or one just before them while its start is provisional
-        (written after data sent after it). Any other is a new use of the 4-tuple."""
+    def takes_syn(self, seq: int, tick: int, ts: int, peer_first_ns: int | None) -> bool:
+        """Whether a SYN of ``seq`` from this side, captured at ``ts`` and read at ``tick``, is
+        this stream's own: its ISN (a copy, as a second interface captures it). For a stream whose
+        SYN was not seen: one captured before any byte of the connection (written late: another
+        interface's copy appended after the first's, a capture written out of order), and, where
+        this side has bytes, one just before them so captured (or while their start is
+        provisional), or one right before the first of them. Any other is a new use of the
+        4-tuple. A time of 0 is unknown: it does not rule a SYN out."""
         if self.isn is not None:
             return self.isn == seq
         if self.base_seq is None:
-            return True
-        return tick < self._settle_until and -self.cap <= self.offset_of((seq + 1) & _MASK) <= 0
+            return peer_first_ns is None or not ts or ts <= peer_first_ns
+        start = self.offset_of((seq + 1) & _MASK)
+        if not -self.cap <= start <= 0:
+            return False
+        written_late = tick < self._settle_until or not ts or (self.first_ns is not None and ts <= self.first_ns)
+        return start == 0 or written_late  # (0: the byte after it is the first byte seen)
 
     def syn(self, seq: int) -> None:
         if self.base_seq is None:
@@ -273,6 +282,7 @@ class DirectionStream:
         before it comes (see the module's docstring). Held until then."""
         self.base_seq = seq
         self._settle_until = tick + REORDER_WINDOW
+        self.first_ns = ts
         if payload:
             self._insert(0, len(payload), payload, ts, index)
         if missing:

@@ -308,11 +308,15 @@ def test_a_syn_with_a_new_isn_after_a_start_joined_mid_stream_is_a_new_connectio
     """The capture joined a connection without its SYN (its ISN unknown), and later a SYN of
     another ISN on the same 4-tuple comes, with the old connection's end not captured or its
     RST just before: a new connection, its bytes its own, once the old start has settled (a
-    SYN just before a provisional start is that stream's own, written late)."""
-    old = numbered([seg(5000, b"old", src=S, dst=C), seg(7000, b"ask")])
-    ending = [seg(7003, flags=RST, index=1 + REORDER_WINDOW)] if end else []
+    SYN just before a provisional start, or captured before its first bytes, is that stream's
+    own, written late)."""
+    old = numbered([seg(5000, b"old", src=S, dst=C, ts=1_000), seg(7000, b"ask", ts=1_010)])
+    ending = [seg(7003, flags=RST, index=1 + REORDER_WINDOW, ts=2_000)] if end else []
     new_start = 2 + REORDER_WINDOW
-    new = numbered([seg(100, flags=SYN), seg(101, b"new"), seg(900, b"reply", src=S, dst=C)], new_start)
+    new = numbered(
+        [seg(100, flags=SYN, ts=3_000), seg(101, b"new", ts=3_010), seg(900, b"reply", src=S, dst=C, ts=3_020)],
+        new_start,
+    )
     ev = run([*old, *elsewhere(REORDER_WINDOW, 2), *ending, *new])
     ours = [
         e
@@ -400,3 +404,29 @@ def test_copies_of_bytes_already_there_do_not_hold_a_reset_connection_open():
         1 for e in ev[:close] if isinstance(e, StreamChunk) and OTHER[1] in (e.conn.a_port, e.conn.b_port)
     )
     assert others_before <= REORDER_WINDOW + REORDER_WINDOW // 4
+
+
+@pytest.mark.parametrize("syn_time", ["before", "after"])
+def test_a_connections_own_syn_written_late_is_not_a_new_connection(syn_time):
+    """The capture joined a connection without its SYN, and the SYN is written long after (one
+    interface's copy appended after the other's, capture queues out of order): right before the
+    first byte seen, or stamped before it, it is the connection's own, not a reuse."""
+    first = 1_000
+    old = numbered([seg(100, b"ask", ts=first), seg(500, b"answer", src=S, dst=C, ts=first + 10)])
+    isn, ts = (99, first + 5_000) if syn_time == "after" else (50, first - 10)  # (50: bytes before the capture)
+    late = seg(isn, flags=SYN, index=2 + REORDER_WINDOW, ts=ts)
+    more = seg(103, b"more", ts=first + 6_000, index=3 + REORDER_WINDOW)
+    ev = run([*old, *elsewhere(REORDER_WINDOW, 2), late, more])
+    ours = [e for e in ev if isinstance(e, StreamChunk | FlowEvent) and OTHER[1] not in (e.conn.a_port, e.conn.b_port)]
+    assert {e.conn.instance for e in ours} == {0}
+    assert joined(ours, C) == b"askmore"
+
+
+def test_a_syn_after_a_side_only_the_peer_spoke_on_is_a_new_connection():
+    """A capture that holds only the broker's last bytes of a connection (its response to a
+    request sent before the capture), then a new connection on the same ports: the new SYN,
+    captured after those bytes, is not the silent side's own."""
+    old = numbered([seg(500, b"late answer", src=S, dst=C, ts=1_000)])
+    new = numbered([seg(7000, flags=SYN, ts=2_000), seg(7001, b"ask", ts=3_000)], 1)
+    ev = [e for e in run([*old, *new]) if isinstance(e, StreamChunk)]
+    assert [(c.conn.instance, c.data) for c in ev] == [(0, b"late answer"), (1, b"ask")]
