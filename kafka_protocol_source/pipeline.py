@@ -219,7 +219,7 @@ def _read_packets(
     open_connection = partial(_open_connection, ctx, scope, contexts)
     out: list[Exchange] = []
     skipped: set[ConnectionKey] = set()  # outside the scope, or stopped by a failure of ours
-    first_cut, headers_cut = None, 0
+    headers_cut = _HeadersCut()
     segments = _session_packets(paths, contexts, options.packet_limits, options.record_runs, skip)
     if scope is not None:
         segments = _within(segments, scope)
@@ -235,9 +235,11 @@ def _read_packets(
         if isinstance(ev, CaptureIssue):
             # a problem of the file itself, whatever the api and time filters: the read is incomplete
             if ev.kind == _HEADERS_CUT:
-                first_cut = first_cut or ev
-                headers_cut += 1
-            elif options.issues_here:
+                headers_cut.add(ev)
+                continue
+            if ev.kind == "truncated_file":
+                headers_cut.file_ended(ev)
+            if options.issues_here:
                 out.append(_issue_row(ctx, ev))
         elif not skipped or ev.conn not in skipped:  # (hashing a ConnectionKey is not free)
             try:
@@ -253,8 +255,8 @@ def _read_packets(
             out += conn.close()
         except Exception as e:  # noqa: BLE001
             out.append(_internal_error(ctx, conn, f"{type(e).__name__}: {e}"))
-    if first_cut is not None and options.issues_here:
-        out.append(_headers_cut_row(ctx, first_cut, headers_cut))
+    if headers_cut.first is not None and options.issues_here:
+        out.append(_headers_cut_row(ctx, headers_cut.first, headers_cut.count))
     yield from out
 
 
@@ -319,6 +321,29 @@ def _internal_error(ctx: CaptureContext, conn: Connection | None, what: str) -> 
         status=INTERNAL_ERROR,
         connection_id=conn.connection_label() if conn is not None else None,
     )
+
+
+class _HeadersCut:
+    """The packets whose headers the snaplen cut (``_HEADERS_CUT``): how many, and the first."""
+
+    __slots__ = ("count", "first", "last")
+
+    def __init__(self) -> None:
+        self.first: CaptureIssue | None = None
+        self.last: CaptureIssue | None = None
+        self.count = 0
+
+    def add(self, issue: CaptureIssue) -> None:
+        self.first, self.last, self.count = self.first or issue, issue, self.count + 1
+
+    def file_ended(self, truncated: CaptureIssue) -> None:
+        """The file ended inside a packet: if that is the last one counted, the file's end cut it,
+        not a snaplen (the truncated_file row says so)."""
+        if self.last is not None and self.last.packet_index == truncated.packet_index:
+            self.count -= 1
+            self.last = None
+            if not self.count:
+                self.first = None
 
 
 def _headers_cut_row(ctx: CaptureContext, first: CaptureIssue, count: int) -> Exchange:

@@ -354,3 +354,16 @@ def test_packets_whose_headers_the_snaplen_cut_are_said_in_one_row(tmp_path):
     (row,) = read_capture(path, ports=[9092])
     assert row.status == "capture_error"
     assert row.error.startswith("3 packets cut by the capture's snaplen inside their headers (the first at packet 1")
+
+
+def test_a_file_cut_inside_its_last_packets_headers_is_not_said_to_be_a_snaplen(tmp_path):
+    """A killed tcpdump leaves its last packet cut, maybe inside the headers: the truncated_file
+    row says so, and no row sends the user after a snaplen."""
+    frames = [
+        (i * 1000, pb.ether(pb.ipv4("10.0.0.1", "10.0.0.2", pb.tcp(40000, 9092, 1000 + i, payload=b"x"))))
+        for i in range(2)
+    ]
+    path = tmp_path / "killed.pcap"
+    path.write_bytes(pb.pcap(frames)[:-15])  # inside the last packet's TCP header
+    rows = [e for e in read_capture(path, ports=[9092]) if e.status == "capture_error"]
+    assert [e.error.split(" at packet")[0] for e in rows] == ["truncated_file"]
