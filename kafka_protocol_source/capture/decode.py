@@ -96,12 +96,28 @@ def _past_vlan_tags(data, off: int, ethertype: int, size: int) -> tuple[int, int
                 return "MPLS label"
             off += 4
             if data[off - 2] & 1:
-                return off, data[off] >> 4 if data[off] >> 4 in (4, 6) else None
+                return _under_mpls(data, off, size)
     if ethertype == _PPPOE_SESSION:
         if size < off + 8:
             return "PPPoE header"
         return off + 8, _PPP_VERSION.get((data[off + 6] << 8) | data[off + 7])
     return off, _ETHERTYPE_VERSION.get(ethertype)
+
+
+def _under_mpls(data, off: int, size: int) -> tuple[int, int | None] | str:
+    """What the bottom MPLS label carries: IP, or Ethernet (a pseudowire, with or without its
+    control word, whose first nibble is 0). Nothing says which: an IPv4 header has a length of
+    at least 5 words, and Ethernet under a destination MAC that reads as IP has an IP or VLAN
+    ethertype 12 bytes on (GCP's MACs begin 42:01)."""
+    version = data[off] >> 4
+    if version == 0:
+        off += 4  # the control word
+    elif version == 4 and data[off] & 0x0F >= 5:
+        return off, 4
+    ether = size >= off + 14 and (data[off + 12] << 8 | data[off + 13])
+    if ether in _ETHERTYPE_VERSION or ether in _VLAN_ETHERTYPES:
+        return _past_vlan_tags(data, off + 14, ether, size)
+    return off, 6 if version == 6 else None
 
 
 class PacketDecoder:

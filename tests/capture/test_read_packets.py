@@ -108,6 +108,16 @@ def test_ip_under_an_mpls_label_stack_or_a_pppoe_session_header(v6):
         assert s.payload == b"labelled" and s.src_ip == ("fe80::1" if v6 else A)
 
 
+@pytest.mark.parametrize("control_word", [b"", b"\0\0\0\0"])
+def test_ethernet_under_mpls_whose_mac_reads_as_ip_is_read_as_ethernet(control_word):
+    """A pseudowire carries Ethernet under the label; a destination MAC such as GCP's 42:01:..
+    begins like an IPv4 header, but not one of at least 5 words, and an IP ethertype follows."""
+    label = struct.pack("!I", 16 << 12 | 1 << 8 | 64)
+    inner = bytes.fromhex("42010a80000242010a800001") + b"\x08\x00" + seg_frame(b"pseudowire", link=None)
+    (s,) = read(b.pcap([(T0, b.ether(label + control_word + inner, ethertype=0x8847))]))
+    assert s.payload == b"pseudowire" and s.src_ip == A
+
+
 @pytest.mark.parametrize("linktype", [101, 12, 14, 228, 229])
 @pytest.mark.parametrize("v6", [False, True])
 def test_raw_ip_links_by_version_nibble(linktype, v6):
