@@ -40,6 +40,7 @@ from .tcp import DEFAULT_MAX_BUFFERED_BYTES, ConnectionKey, FlowEvent, StreamChu
 # Packets whose headers the snaplen cut, so that their connection is not known: what they carried
 # is a gap of its stream where other packets show that, and one row at the end says how many.
 _HEADERS_CUT = "snaplen_cut"
+_FILE_ENDS = frozenset({"truncated_file", "corrupt_file"})  # where a file's reading stops, inside a packet or not
 
 # Which connections one reader takes, by their endpoints in the tcp stage's canonical order
 # (a_ip, a_port, b_ip, b_port): everything (None or True), nothing (False), or only these apis.
@@ -237,7 +238,7 @@ def _read_packets(
             if ev.kind == _HEADERS_CUT:
                 headers_cut.add(ev)
                 continue
-            if ev.kind == "truncated_file":
+            if ev.kind in _FILE_ENDS:
                 headers_cut.file_ended(ev)
             if options.issues_here:
                 out.append(_issue_row(ctx, ev))
@@ -336,10 +337,10 @@ class _HeadersCut:
     def add(self, issue: CaptureIssue) -> None:
         self.first, self.last, self.count = self.first or issue, issue, self.count + 1
 
-    def file_ended(self, truncated: CaptureIssue) -> None:
-        """The file ended inside a packet: if that is the last one counted, the file's end cut it,
-        not a snaplen (the truncated_file row says so)."""
-        if self.last is not None and self.last.packet_index == truncated.packet_index:
+    def file_ended(self, stop: CaptureIssue) -> None:
+        """The file's reading stopped inside a packet (cut, or corrupt: a gzip stream that breaks):
+        if that is the last one counted, that cut it, not a snaplen (the row of the file says so)."""
+        if self.last is not None and self.last.packet_index == stop.packet_index:
             self.count -= 1
             self.last = None
             if not self.count:

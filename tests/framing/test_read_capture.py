@@ -367,3 +367,19 @@ def test_a_file_cut_inside_its_last_packets_headers_is_not_said_to_be_a_snaplen(
     path.write_bytes(pb.pcap(frames)[:-15])  # inside the last packet's TCP header
     rows = [e for e in read_capture(path, ports=[9092]) if e.status == "capture_error"]
     assert [e.error.split(" at packet")[0] for e in rows] == ["truncated_file"]
+
+
+def test_a_gzipped_file_broken_inside_a_packets_headers_is_not_said_to_be_a_snaplen(tmp_path):
+    import zlib
+
+    frames = [
+        (i * 1000, pb.ether(pb.ipv4("10.0.0.1", "10.0.0.2", pb.tcp(40000, 9092, 1000 + i, payload=b"x"))))
+        for i in range(2)
+    ]
+    raw = pb.pcap(frames)
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflate.compress(raw[:-15]) + deflate.flush(zlib.Z_FULL_FLUSH)
+    path = tmp_path / "broken.pcap.gz"
+    path.write_bytes(struct.pack("<BBBBIBB", 0x1F, 0x8B, 8, 0, 0, 0, 255) + body + b"\xff" * 16)
+    rows = [e for e in read_capture(path, ports=[9092]) if e.status == "capture_error"]
+    assert [e.error.split(" at packet")[0] for e in rows] == ["corrupt_file"]
