@@ -29,6 +29,9 @@ from collections.abc import Callable
 from ..capture.summary import CaptureSummary, packets_through, sessions
 
 UNBOUNDED = 1 << 62
+# How far a writer's next file may begin before its last one ended (its first packets stamped
+# before the other's last ones): out-of-order writing at a rotation, not a second writer.
+ROTATION_OVERLAP_NS = 1_000_000_000
 
 
 def taken_at_once(summaries: list[CaptureSummary], tolerance_ns: int) -> list[list[list[CaptureSummary]]]:
@@ -43,8 +46,10 @@ def taken_at_once(summaries: list[CaptureSummary], tolerance_ns: int) -> list[li
 
 def writers(group: list[CaptureSummary], tolerance_ns: int) -> list[list[CaptureSummary]]:
     """One session's files as the rotations of their writers, each in the order it wrote them.
-    A file follows a writer whose newest file ended before it began (within ``tolerance_ns``,
-    with the same link types) and whose name begins as its own does. Of several such writers it
+    A file follows a writer whose newest file ended before it began (within ``tolerance_ns``, or
+    at most ``ROTATION_OVERLAP_NS`` after: packets written out of time order at the rotation, as
+    ``-i any`` and capture queues write them; with the same link types) and whose name begins as
+    its own does. Of several such writers it
     follows the one whose newest file's name shares the longest beginning with its own. Time
     alone cannot tell writers apart. When one tcpdump per direction rotates, both writers' files
     end before either's next file begins, and a writer's first file may hold one packet, older
@@ -58,7 +63,7 @@ def writers(group: list[CaptureSummary], tolerance_ns: int) -> list[list[Capture
         before = [
             c
             for c in chains
-            if 0 <= begins - (c[-1].last_ns or 0) <= tolerance_ns
+            if -ROTATION_OVERLAP_NS <= begins - (c[-1].last_ns or 0) <= tolerance_ns
             and c[-1].linktypes == s.linktypes
             and _shared_start(c[-1].path, s.path) > name_at
         ]
