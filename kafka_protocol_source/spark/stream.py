@@ -65,9 +65,9 @@ from .stream_frontier import (
 )
 
 _LATE = (
-    "came after the files taken beside it had been read past their capture time (a writer that began late, "
-    "or held its packets longer than quietTimeout and idleTimeout): exchanges they carry may come out twice, "
-    "or a request apart from its response"
+    "came after the files taken beside it had been read past their capture time (a file that landed after a "
+    "later one of its writer, a writer that began late, or one that held its packets longer than quietTimeout "
+    "and idleTimeout): exchanges they carry may come out twice, or a request apart from its response"
 )
 QUIET = -1  # end_ns of an offset taken when the folder was quiet: every open row is given up
 
@@ -295,15 +295,14 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             apart_ns = max(self.idle_ns, ORPHAN_WAIT_NS) if by_time_from else None
             reach_ns = apart_ns + ORPHAN_WAIT_NS if apart_ns is not None else self.idle_ns
             by_writer = writers(chain, tolerance)
-            if len(by_writer) > 1:  # taken at once in several places
+            late = late_packets(chain, new, before, one_writer=len(by_writer) == 1)
+            # taken at once in several places, or one writer's file that landed after a later one
+            if len(by_writer) > 1 or late:
                 # Staleness runs on the writer read least far: one read further (the frontier
                 # lifted for it) must not make the others' open requests look given up.
                 was_ns, now_ns = _least_end(by_writer, before), _least_end(by_writer, after)
                 files, earlier_files = reread(chain, new, after, was_ns, reach_ns)
-                parts += [
-                    CapturePartition((path,), notice=f"{late} packets of this file {_LATE}")
-                    for path, late in late_packets(chain, new, before)
-                ]
+                parts += [CapturePartition((path,), notice=f"{n} packets of this file {_LATE}") for path, n in late]
             else:
                 first_new = chain.index(new[0]) if new else len(chain) - 1
                 last_new = chain.index(new[-1]) if new else len(chain) - 1

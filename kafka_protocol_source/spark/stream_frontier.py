@@ -168,14 +168,20 @@ def reread(
     return order, [s for s in files if s not in read]
 
 
-def late_packets(files: list[CaptureSummary], new: list[CaptureSummary], before: dict) -> list[tuple[str, int]]:
+def late_packets(
+    files: list[CaptureSummary], new: list[CaptureSummary], before: dict, one_writer: bool = False
+) -> list[tuple[str, int]]:
     """(path, how many) for each of a session's files whose new packets are older than packets its
     other files had given ``before`` (a writer that began late, or held its packets past both
-    timeouts): the frontier cannot keep those in order."""
+    timeouts): the frontier cannot keep those in order. Of ``one_writer``'s files, only one that
+    landed after a later one (read before it, beginning after it) is late: its next file may begin
+    a little before its last one ended (``ROTATION_OVERLAP_NS``), and that is read in order."""
     found = []
     for s in new:
-        others = [before[o.path] for o in files if o is not s and consumed_packets(before, o)]
-        read_to = max((e.get("last_ns") or 0 for e in others), default=0)
+        others = [o for o in files if o is not s and consumed_packets(before, o)]
+        if one_writer and not any((o.first_ns or 0) > (s.first_ns or 0) for o in others):
+            continue
+        read_to = max((before[o.path].get("last_ns") or 0 for o in others), default=0)
         late = packets_through(s.path, read_to - 1)[0] - consumed_packets(before, s) if read_to else 0
         if late > 0:
             found.append((s.path, late))
