@@ -58,11 +58,11 @@ def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str
     if linktype == LINKTYPE_LINUX_SLL2:
         if size < 20:
             return "SLL2 header"
-        return _past_vlan_tags(data, 20, (data[0] << 8) | data[1], size)
+        return _ip_after(data, 20, (data[0] << 8) | data[1], size)
     if linktype == LINKTYPE_LINUX_SLL:
         if size < 16:
             return "SLL header"
-        return _past_vlan_tags(data, 16, (data[14] << 8) | data[15], size)
+        return _ip_after(data, 16, (data[14] << 8) | data[15], size)
     if linktype in RAW_IP_LINKTYPES:
         if size < 1:
             return "IP header"
@@ -79,9 +79,9 @@ def _link_header(linktype: int, data, size: int) -> tuple[int, int | None] | str
     return None
 
 
-def _past_vlan_tags(data, off: int, ethertype: int, size: int) -> tuple[int, int | None] | str:
-    """Where the IP header starts and its version, past the VLAN tags (802.1Q, QinQ) that may
-    follow an ethertype field ending at ``off``: on Ethernet, and on Linux cooked headers, where
+def _ip_after(data, off: int, ethertype: int, size: int) -> tuple[int, int | None] | str:
+    """Where the IP header starts and its version, after an ethertype field ending at ``off``
+    and the VLAN tags (802.1Q, QinQ) that may follow it: on Ethernet, and on Linux cooked headers, where
     libpcap puts back the tag a NIC stripped (``-i any`` on a bridge or trunk). Past an MPLS
     label stack or a PPPoE session header too, as a mirror port of a provider's or a DSL link
     gives them."""
@@ -114,9 +114,10 @@ def _under_mpls(data, off: int, size: int) -> tuple[int, int | None] | str:
         off += 4  # the control word
     elif version == 4 and data[off] & 0x0F >= 5:
         return off, 4
-    ether = size >= off + 14 and (data[off + 12] << 8 | data[off + 13])
-    if ether in _ETHERTYPE_VERSION or ether in _VLAN_ETHERTYPES:
-        return _past_vlan_tags(data, off + 14, ether, size)
+    if size >= off + 14:
+        ether = (data[off + 12] << 8) | data[off + 13]
+        if ether in _ETHERTYPE_VERSION or ether in _VLAN_ETHERTYPES:
+            return _ip_after(data, off + 14, ether, size)
     return off, 6 if version == 6 else None
 
 
@@ -167,7 +168,7 @@ class PacketDecoder:
                     )
         header: tuple[int, int | None] | str | None
         if linktype == LINKTYPE_ETHERNET:
-            header = "Ethernet header" if size < 14 else _past_vlan_tags(data, 14, (data[12] << 8) | data[13], size)
+            header = "Ethernet header" if size < 14 else _ip_after(data, 14, (data[12] << 8) | data[13], size)
         else:
             header = _link_header(linktype, data, size)
         if header is None:

@@ -96,7 +96,7 @@ def _parse_idb(number: int, body: memoryview, st: dict) -> tuple[_Interface, str
             tsresol = body[pos]
         elif code == _OPT_TSOFFSET and length >= 8:
             offset_s = st["i64"].unpack_from(body, pos)[0]
-        pos += (length + 3) & ~3
+        pos += _aligned(length)
     return _Interface(number, linktype, snaplen, tsresol, offset_s), problem
 
 

@@ -49,8 +49,8 @@ def writers(group: list[CaptureSummary], tolerance_ns: int) -> list[list[Capture
     A file follows a writer whose newest file ended before it began (within ``tolerance_ns``, or
     at most ``ROTATION_OVERLAP_NS`` after: packets written out of time order at the rotation, as
     ``-i any`` and capture queues write them; with the same link types) and whose name begins as
-    its own does. Of several such writers it
-    follows the one whose newest file's name shares the longest beginning with its own. Time
+    its own does. Of several such writers it follows the one whose newest file's name shares the
+    longest beginning with its own. Time
     alone cannot tell writers apart. When one tcpdump per direction rotates, both writers' files
     end before either's next file begins, and a writer's first file may hold one packet, older
     than the other's first. The names do tell them apart: ``in-01`` follows ``in-00``, not

@@ -238,13 +238,13 @@ class _Table:
             conn, stream = self._after_end(four, conn, src, seg, out)
         ts, payload, missing = seg.timestamp_ns, seg.payload, seg.missing
         starts = stream.base_seq is None
-        had = stream.offset + stream.buffered
+        closing = conn.closing
+        had = stream.offset + stream.buffered if closing is not None and closing[2] == "reset" else None
         if not stream.add(seq, payload, missing, ts, seg.packet_index, out, tick):
             out.append(self._overflow(conn, stream, ts))
         if starts:
             _settle_with_peer(conn)
-        closing = conn.closing
-        if closing is not None and closing[2] == "reset" and stream.offset + stream.buffered > had:
+        if closing is not None and had is not None and stream.offset + stream.buffered > had:
             conn.closing = (closing[0], tick, closing[2])  # new bytes in flight at the RST: wait on for more
             del self.closing[four]
             self.closing[four] = conn  # (the table stays in the order of its ticks)

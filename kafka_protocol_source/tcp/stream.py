@@ -138,8 +138,8 @@ class DirectionStream:
             return self.isn == seq
         if self.base_seq is None:
             return peer_first_ns is None or not ts or ts <= peer_first_ns
-        start = self.offset_of((seq + 1) & _MASK)
-        if not -self.cap <= start <= 0:
+        start = self._syn_start(seq)
+        if start is None:
             return False
         written_late = tick < self._settle_until or not ts or (self.first_ns is not None and ts <= self.first_ns)
         return start == 0 or written_late  # (0: the byte after it is the first byte seen)
@@ -148,9 +148,15 @@ class DirectionStream:
         if self.base_seq is None:
             self.isn = seq
             self.base_seq = (seq + 1) & _MASK
-        elif self._settle_until >= 0 and -self.cap <= (start := self.offset_of((seq + 1) & _MASK)) <= 0:
+        elif self._settle_until >= 0 and (start := self._syn_start(seq)) is not None:
             self.isn = seq  # written after data sent after it: the stream starts at the SYN after all
             self._rebase(start)
+
+    def _syn_start(self, seq: int) -> int | None:
+        """The offset where the stream would begin were ``seq`` its SYN's: at or before its first
+        byte seen, within the bytes it may hold; None elsewhere."""
+        start = self.offset_of((seq + 1) & _MASK)
+        return start if -self.cap <= start <= 0 else None
 
     def offset_of(self, seq: int) -> int:
         """Stream offset of `seq`, taking the 32-bit value nearest to the current position."""
