@@ -16,35 +16,28 @@ answers them (``_answered_through_holes``).
 
 from __future__ import annotations
 
-import itertools
 from functools import partial
 
 from ..tcp import Direction, StreamChunk, StreamConflict, StreamGap
+from .evidence import holds_responses, request_evidence
 from .held_side import BACKLOG_LIMIT, HOLE, HeldSide
 from .model import BROKER_NEVER_SEEN, LEFT_AT_END, TLS, Exchange
 from .pairing import Pairer
 from .sniff import (
-    CONFIRMED,
     StartCheck,
     awaited_response,
-    chained_ids,
     chained_requests,
     first_confirmed,
     kafka_like,
     looks_like_tls,
     read_request_header,
     request_cut_start,
-    request_ids_at,
     request_start_check,
     response_cut_start,
-    response_ids_at,
     response_start_check,
 )
 from .splitter import DirectionFramer
 
-# Responses in a row that make a side whose peer's bytes were not captured Kafka (one fewer when
-# its SYN/ACK says it is the server).
-MIN_RESPONSE_RUN = 3
 # What to say of a frame cut short, and of a request left unanswered, by the way a connection ended.
 _CUT_BY = {
     "end_of_capture": "the capture ended inside this frame",
@@ -300,36 +293,18 @@ class Connection:
         if len(sides) != 1 or sides[0][0] == self.initiator:
             return None  # both sides spoke (and nothing asked), or the side that connected only answers
         direction, side = sides[0]
-        head = side.data
-        responses = response_start_check(self.ctx.max_frame_size, lambda: ())
-        for start in sorted({0} | side.chunk_ends)[:64]:
-            if start < len(head) and responses(head, start, True, side.boundary) == CONFIRMED:
-                ids = chained_ids(head, start, lambda p: response_ids_at(head, p))
-                enough = MIN_RESPONSE_RUN - (self.initiator is not None)  # a SYN says which side serves
-                if len(ids) >= enough and all(0 < b - a <= 64 for a, b in itertools.pairwise(ids)):
-                    return reverse(direction)
-        return None
+        serves = self.initiator is not None  # a SYN says which side serves
+        return reverse(direction) if holds_responses(side, self.ctx.max_frame_size, serves) else None
 
     def _request_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
-        """(ids the other side answers, distinct ids, frames) of the requests chained from ``start``;
-        computed again only when either side has new bytes."""
-        key = (start, len(self.held[direction].data), len(self._held(reverse(direction)).data))
+        """(ids the other side answers, distinct ids, frames) of the requests chained from ``start``
+        (``evidence.request_evidence``); computed again only when either side has new bytes."""
+        side, peer = self.held[direction], self._held(reverse(direction))
+        key = (start, len(side.data), len(peer.data))
         known = self.evidence.get(direction)
         if known is None or known[0] != key:
-            known = self.evidence[direction] = (key, self._count_evidence(direction, start))
+            known = self.evidence[direction] = (key, request_evidence(side, peer, start, self.ctx.max_frame_size))
         return known[1]
-
-    def _count_evidence(self, direction: Direction, start: int) -> tuple[int, int, int]:
-        head = self.held[direction].data
-        ids = chained_ids(head, start, lambda p: request_ids_at(head, p))
-        peer = self._held(reverse(direction))
-        other = peer.data
-        responses = response_start_check(self.ctx.max_frame_size, lambda: ids)
-        answered = set()  # ids of responses that start where the other side's packets start
-        for start in sorted({0} | peer.chunk_ends):
-            if start < len(other) and responses(other, start, True, peer.boundary) == CONFIRMED:
-                answered.update(chained_ids(other, start, lambda p: response_ids_at(other, p)))
-        return len(answered & set(ids)), len(set(ids)), len(ids)
 
     def _start(self) -> None:
         client = self._decided_client()
