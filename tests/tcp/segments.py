@@ -2,14 +2,28 @@
 
 from hypothesis import strategies as st
 
-from kafka_protocol_source.capture import ACK, PSH, TcpSegment
+from kafka_protocol_source.capture import ACK, PSH, SYN, TcpSegment
 from kafka_protocol_source.tcp import FlowEvent, StreamChunk, StreamGap, reassemble
 
 C, S = ("10.0.0.1", 40000), ("10.0.0.2", 9092)
+OTHER = ("10.0.0.9", 50000)  # another connection's packets: the capture going on meanwhile
 
 
 def seg(seq, payload=b"", flags=ACK | PSH, src=C, dst=S, ts=0, index=0, missing=0, ack=0):
     return TcpSegment(ts, src[0], src[1], dst[0], dst[1], seq % 2**32, ack % 2**32, flags, payload, missing, index, 0)
+
+
+def numbered(segments, start=0):
+    """The segments with their packet indexes, as a capture numbers them."""
+    return [s._replace(packet_index=start + i) for i, s in enumerate(segments)]
+
+
+def elsewhere(n, start):
+    """``n`` packets of another connection (its SYN, then a byte each), numbered from ``start``:
+    its start is not provisional, so its bytes are delivered as they come."""
+    return [seg(999, flags=SYN, src=OTHER, index=start)] + [
+        seg(999 + i, b"z", src=OTHER, index=start + i) for i in range(1, n)
+    ]
 
 
 def run(segments, **kw):

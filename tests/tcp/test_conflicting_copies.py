@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 
 from kafka_protocol_source.capture import SYN
 from kafka_protocol_source.tcp import StreamConflict
-from tests.tcp.segments import C, S, cut_stream, joined, run, seg
+from tests.tcp.segments import C, S, cut_stream, joined, numbered, run, seg
 
 HANDSHAKE = (seg(99, flags=SYN),)
-
-
-def numbered(segments):
-    return [s._replace(packet_index=i) for i, s in enumerate(segments)]
 
 
 def conflicts(events):
