@@ -288,7 +288,7 @@ class DirectionFramer:
                     self._skip_to(better)
                     continue
             if verdict == CONFIRMED:
-                self._end_skip(out)
+                self._end_skip(out, decided_by_bytes=not final)
                 self.in_sync = True
                 return True
             if verdict == MAYBE and not final:
@@ -357,12 +357,17 @@ class DirectionFramer:
         self.scanned_to = resume if found is None else found
         return found
 
-    def _end_skip(self, out: list) -> None:
+    def _end_skip(self, out: list, decided_by_bytes: bool = False) -> None:
+        """The bytes passed over up to ``pos`` as one ``Skipped``. Where they end is decided by the
+        bytes after them (a frame start confirmed by what follows it), so ``decided_by_bytes``: by
+        the packet just fed, the newest buffered, not by the skipped bytes' own packets (a read that
+        stops before it has not decided them); else by the event that ends them (a gap, the end)."""
         start = self.skip_start
         if start is not None:
             length = self.base + self.pos - start
             if length:
-                first_ns, first_packet, _, last = self._times_of(start, start + length - 1)
+                first_ns, first_packet = self._time_at(start)
+                last = self.times[-1][2] if decided_by_bytes and self.times else None
                 out.append(Skipped(start, length, first_ns, first_packet, self.skip_reason, True, last))
             self.skip_start = None
 
