@@ -131,7 +131,8 @@ def read_unasked(
     at alone; ``seen``: the sweeps of the connection's earlier small responses (the same answer
     again, an empty Fetch or a Heartbeat's, reads the same: one look at each)."""
     layouts, alike = _sweep(decoder, payload, seen)
-    said = "request not captured, nor any of this connection's"
+    # (of those read up to now: a stream's first micro-batch may end before the connection's requests)
+    said = "request not captured, nor any of this connection's requests read so far"
     if not layouts:
         return Reading(None, None, f"{said}: no api and version reads the response exactly")
     api_key = layouts[0][0]
