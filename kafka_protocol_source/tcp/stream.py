@@ -59,6 +59,9 @@ def offset_at(base_seq: int, offset: int, seq: int) -> int:
     return offset + (((seq - expected + _HALF) & _MASK) - _HALF)
 
 
+_MAX_OTHER_ISNS = 4  # other SYN-ACK ISNs kept for one side
+
+
 class CutCopies:
     """Shared by a capture's streams: whether a fuller copy of a packet has come after a copy
     the snaplen cut (then cut bytes are held for a while, see the module's docstring)."""
@@ -77,6 +80,7 @@ class DirectionStream:
         "_early_conflicts",
         "_last",
         "_last_cut",
+        "_other_isns",
         "_pieces",
         "_settle_until",
         "_starts",
@@ -125,6 +129,9 @@ class DirectionStream:
         self._last: StreamChunk | None = None  # the last chunk delivered (its bytes are compared with copies)
         # Conflicts found while offset 0 is provisional: said once it is settled (it may move).
         self._early_conflicts: list[tuple[int, int, int, int]] = []
+        # Other ISNs this side's SYN-ACKs gave before any byte (a fresh SYN cookie for a
+        # retransmitted SYN, a restarted middlebox): the peer's ACK, or the first byte, picks one.
+        self._other_isns: tuple[int, ...] = ()
 
     def takes_syn(self, seq: int, tick: int, ts: int, peer_first_ns: int | None) -> bool:
         """Whether a SYN of ``seq`` from this side, captured at ``ts`` and read at ``tick``, is
@@ -151,6 +158,20 @@ class DirectionStream:
         elif self._settle_until >= 0 and (start := self._syn_start(seq)) is not None:
             self.isn = seq  # written after data sent after it: the stream starts at the SYN after all
             self._rebase(start)
+        elif seq != self.isn and self._untouched() and len(self._other_isns) < _MAX_OTHER_ISNS:
+            self._other_isns += (seq,)
+
+    def _untouched(self) -> bool:
+        """No byte of this side has come yet."""
+        return self.offset == 0 and not self._pieces and self._last is None
+
+    def _take_isn_of(self, first_seq: int) -> None:
+        """The peer's first acknowledgment, or this side's first byte, names the stream's ISN: an
+        other ISN whose next byte is ``first_seq`` is taken; the first ISN stays otherwise."""
+        isn = (first_seq - 1) & _MASK
+        if isn in self._other_isns and self._untouched():
+            self.isn, self.base_seq = isn, first_seq
+        self._other_isns = ()
 
     def _syn_start(self, seq: int) -> int | None:
         """The offset where the stream would begin were ``seq`` its SYN's: at or before its first
@@ -170,6 +191,8 @@ class DirectionStream:
         if self.base_seq is None:
             self._start_provisionally(seq, payload, missing, ts, index, tick)
             return True
+        if self._other_isns:
+            self._take_isn_of(seq)
         start = self.offset_of(seq)
         end = start + len(payload) + missing
         offset = self.offset
@@ -441,6 +464,8 @@ class DirectionStream:
         peer_ack = self.peer_ack
         if peer_ack is None or (ack - peer_ack) & _MASK < _HALF:
             self.peer_ack = ack
+        if self._other_isns:
+            self._take_isn_of(ack)
 
     def ended(self, seq: int, always: bool = False) -> None:
         """The sender's FIN (or, `always`, RST): its bytes end before `seq` (its own sequence

@@ -227,3 +227,36 @@ def test_a_rsts_payload_is_not_the_streams():
     the endpoints ignored the reset, and the real bytes at its sequence number follow."""
     ev = run([seg(10, flags=SYN), seg(11, b"ab"), seg(13, b"connection reset by peer", flags=RST), seg(13, b"cd")])
     assert stream_of(ev) == [b"ab", b"cd"]
+
+
+def test_of_two_syn_acks_with_other_isns_the_one_the_client_acknowledges_numbers_the_brokers_bytes():
+    """A server answering a retransmitted SYN with a fresh SYN cookie, or a restarted middlebox,
+    gives two SYN-ACKs with different ISNs. The first one written was kept: with the stale one
+    first, every byte of the broker's side was taken for a retransmission of bytes before its
+    stream and dropped, without a gap (found by review: rev18 r06)."""
+    stale, real = seg(7000, flags=SYN | ACK, src=S, dst=C, ack=100), seg(500, flags=SYN | ACK, src=S, dst=C, ack=100)
+    for first, second in ((stale, real), (real, stale)):
+        ev = run(
+            [
+                seg(99, flags=SYN),
+                first,
+                second,
+                seg(100, flags=ACK, ack=501),  # the client's ACK names the SYN-ACK it took
+                seg(100, b"req", ack=501),
+                seg(501, b"response", src=S, dst=C, ack=103),
+            ]
+        )
+        assert stream_of(ev, src=S) == [b"response"] and stream_of(ev) == [b"req"]
+
+
+def test_without_the_clients_ack_the_brokers_first_byte_picks_its_syn_ack():
+    """The client's ACK was not captured: the broker's first byte names the ISN it follows."""
+    ev = run(
+        [
+            seg(99, flags=SYN),
+            seg(7000, flags=SYN | ACK, src=S, dst=C),
+            seg(500, flags=SYN | ACK, src=S, dst=C),
+            seg(501, b"response", src=S, dst=C),
+        ]
+    )
+    assert stream_of(ev, src=S) == [b"response"]
