@@ -210,7 +210,7 @@ class _Table:
         if flags & ACK:
             receiver = streams[dst]
             receiver.acked(ack)
-            if receiver.buffered:  # (holes wait only where bytes are buffered)
+            if receiver.held.count:  # (holes wait only where bytes are buffered)
                 receiver.acknowledged(ack, tick, out)
         if flags & SYN:
             stream.syn(seq)
@@ -239,12 +239,12 @@ class _Table:
         ts, payload, missing = seg.timestamp_ns, seg.payload, seg.missing
         starts = stream.base_seq is None
         closing = conn.closing
-        had = stream.offset + stream.buffered if closing is not None and closing[2] == "reset" else None
+        had = stream.offset + stream.held.count if closing is not None and closing[2] == "reset" else None
         if not stream.add(seq, payload, missing, ts, seg.packet_index, out, tick):
             out.append(self._overflow(conn, stream, ts))
         if starts:
             _settle_with_peer(conn)
-        if closing is not None and had is not None and stream.offset + stream.buffered > had:
+        if closing is not None and had is not None and stream.offset + stream.held.count > had:
             conn.closing = (closing[0], tick, closing[2])  # new bytes in flight at the RST: wait on for more
             del self.closing[four]
             self.closing[four] = conn  # (the table stays in the order of its ticks)

@@ -2,7 +2,8 @@
 
 Owns: mapping 32-bit sequence numbers (with wrap-around) to 64-bit stream offsets, dropping
 retransmitted bytes and trimming overlaps (first-seen bytes win), buffering out-of-order
-segments up to a byte cap, and turning holes into `StreamGap`s when it has to give up on them.
+segments up to a byte cap (held in ``held_bytes``), and turning holes into `StreamGap`s when it
+has to give up on them.
 
 A capture's order is not always the order on the wire: ``tcpdump -i any``, several capture
 queues or merged interfaces can write a segment a few packets after the ACK that covers it, or
@@ -38,9 +39,8 @@ Does not own connection identity, SYN/FIN/RST policy or the connection table (se
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from .copies import differing, widen
+from .held_bytes import HeldBytes
 from .model import ConnectionKey, Direction, StreamChunk, StreamConflict, StreamGap
 
 _MASK = 0xFFFFFFFF
@@ -81,18 +81,16 @@ class DirectionStream:
         "_last",
         "_last_cut",
         "_other_isns",
-        "_pieces",
         "_settle_until",
-        "_starts",
         "_stuck_at",
         "_stuck_since",
         "base_seq",
-        "buffered",
         "cap",
         "conn",
         "direction",
         "end_seq",
         "first_ns",
+        "held",
         "isn",
         "offset",
         "peer_ack",
@@ -107,11 +105,7 @@ class DirectionStream:
         self.base_seq: int | None = None  # sequence number of stream offset 0
         self.isn: int | None = None
         self.offset = 0  # stream offset of the next byte to deliver
-        self._starts: list[int] = []
-        # Buffered pieces, sorted and disjoint: (start, end, data or None for cut bytes, ts, index):
-        # the packet index of bytes (their chunk's), the tick (see ``add``) of cut bytes
-        self._pieces: list[tuple] = []
-        self.buffered = 0
+        self.held = HeldBytes()  # bytes buffered out of order
         self.cap = cap
         # The sequence number of the sender's FIN (or RST), before which its bytes end.
         self.end_seq: int | None = None
@@ -163,7 +157,7 @@ class DirectionStream:
 
     def _untouched(self) -> bool:
         """No byte of this side has come yet."""
-        return self.offset == 0 and not self._pieces and self._last is None
+        return self.offset == 0 and not self.held.pieces and self._last is None
 
     def _take_isn_of(self, first_seq: int) -> None:
         """The peer's first acknowledgment, or this side's first byte, names the stream's ISN: an
@@ -214,7 +208,7 @@ class DirectionStream:
                 missing -= cut - len(payload)
                 payload = b""
             start = offset
-        if start == offset and not self._pieces:
+        if start == offset and not self.held.pieces:
             if conflict is not None:
                 self._conflict(conflict, ts, index, out)
             if payload:
@@ -242,19 +236,21 @@ class DirectionStream:
     ) -> bool:
         """``add`` for bytes that do not follow on from the offset, or come while others are held
         (``conflict``: where the part of the segment already delivered differed)."""
+        held = self.held
         if payload:
-            self._uncut(start, start + len(payload))
-            conflict = widen(conflict, self._insert(start, start + len(payload), payload, ts, index))
+            if held.uncut(start, start + len(payload)):
+                self._cut_copies.follow = True  # fuller copies come after cut ones in this capture
+            conflict = widen(conflict, held.insert(start, start + len(payload), payload, ts, index))
         if conflict is not None:
             self._conflict(conflict, ts, index, out)
         if missing:
-            self._insert(end - missing, end, None, ts, tick)
+            held.insert(end - missing, end, None, ts, tick)
         if self._settle_until >= 0:
-            if tick < self._settle_until and self.buffered <= self.cap:
+            if tick < self._settle_until and held.count <= self.cap:
                 return True
             self._settled(out)
         self._deliver(out, tick)
-        if self.buffered > self.cap:
+        if held.count > self.cap:
             self.flush(out, "overflow")
             return False
         return True
@@ -313,9 +309,9 @@ class DirectionStream:
         self._settle_until = tick + REORDER_WINDOW
         self.first_ns = ts
         if payload:
-            self._insert(0, len(payload), payload, ts, index)
+            self.held.insert(0, len(payload), payload, ts, index)
         if missing:
-            self._insert(len(payload), len(payload) + missing, None, ts, tick)
+            self.held.insert(len(payload), len(payload) + missing, None, ts, tick)
 
     def _rebase(self, start: int) -> None:
         """Offset 0 moves to ``start`` (at or before it; nothing is delivered yet)."""
@@ -323,15 +319,14 @@ class DirectionStream:
         if start:
             shift = -start
             self.base_seq = (self.base_seq + start) & _MASK
-            self._pieces = [(s + shift, e + shift, *rest) for s, e, *rest in self._pieces]
-            self._starts = [s + shift for s in self._starts]
+            self.held.shift(shift)
             self._early_conflicts = [(s + shift, e + shift, ts, i) for s, e, ts, i in self._early_conflicts]
 
     def _cut(self, s: int, e: int, ts: int, tick: int, out: list) -> None:
         """Bytes [s, e) the snaplen cut, right at the offset: a gap, or held while a fuller copy
         may bring them (see ``CutCopies``)."""
         if self._cut_copies.follow:
-            self._insert(s, e, None, ts, tick)
+            self.held.insert(s, e, None, ts, tick)
             self.offset = s
         else:
             out.append(StreamGap(self.conn, self.direction, s, e - s, ts, "snaplen_cut"))
@@ -343,54 +338,6 @@ class DirectionStream:
         if s < last_cut[1] and e > last_cut[0]:
             self._cut_copies.follow = True
 
-    def _uncut(self, s: int, e: int) -> None:
-        """Held cut bytes in [s, e) give way to the bytes a fuller copy brings (and fuller copies
-        come after cut ones in this capture)."""
-        starts, pieces = self._starts, self._pieces
-        i = max(bisect_right(starts, s) - 1, 0)
-        while i < len(pieces) and pieces[i][0] < e:
-            ps, pe, data, ts, index = pieces[i]
-            if data is not None or pe <= s:
-                i += 1
-                continue
-            rest = [(a, b, None, ts, index) for a, b in ((ps, s), (e, pe)) if a < b]
-            pieces[i : i + 1] = rest
-            starts[i : i + 1] = [a for a, *_ in rest]
-            self.buffered -= min(pe, e) - max(ps, s)
-            i += len(rest)
-            self._cut_copies.follow = True
-
-    def _insert(self, s: int, e: int, data: bytes | None, ts: int, index: int) -> tuple[int, int] | None:
-        """Hold [s, e) where nothing is held yet; return the span where ``data`` differs from
-        bytes already held (None: nowhere)."""
-        starts, pieces = self._starts, self._pieces
-        i = bisect_right(starts, s) - 1
-        pos = s
-        conflict = None
-        if i >= 0 and pieces[i][1] > pos:
-            held = pieces[i]
-            if data is not None and held[2] is not None:
-                conflict = differing(data, s, held[2], held[0], s, min(e, held[1]))
-            pos = held[1]
-        i += 1
-        while pos < e:
-            next_start = starts[i] if i < len(starts) else e
-            if next_start > pos:
-                stop = min(e, next_start)
-                part = None if data is None else data[pos - s : stop - s]
-                starts.insert(i, pos)
-                pieces.insert(i, (pos, stop, part, ts, index))
-                self.buffered += stop - pos
-                i += 1
-                pos = stop
-            else:
-                held = pieces[i]
-                if data is not None and held[2] is not None:
-                    conflict = widen(conflict, differing(data, s, held[2], held[0], pos, min(e, held[1])))
-                pos = max(pos, held[1])
-                i += 1
-        return conflict
-
     def _emit(self, piece: tuple, out: list) -> None:
         start, end, data, ts, index = piece
         if data is None:
@@ -399,13 +346,13 @@ class DirectionStream:
             chunk = StreamChunk(self.conn, self.direction, start, data, ts, index)
             out.append(chunk)
             self._last = chunk
-        self.buffered -= end - start
+        self.held.count -= end - start
         self.offset = end
 
     def _deliver(self, out: list, tick: int | None = None) -> None:
         """Emit the buffered pieces that follow on from the offset; with ``tick`` (now), cut
         bytes a fuller copy may still bring stop it (see ``CutCopies``)."""
-        pieces = self._pieces
+        pieces = self.held.pieces
         n = 0
         while n < len(pieces) and pieces[n][0] <= self.offset:
             piece = pieces[n]
@@ -414,8 +361,7 @@ class DirectionStream:
             self._emit(piece, out)
             n += 1
         if n:
-            del pieces[:n]
-            del self._starts[:n]
+            self.held.drop(n)
 
     def acknowledged(self, ack_seq: int, tick: int, out: list) -> None:
         """The receiver acknowledged up to `ack_seq` (at ``tick``, see ``add``): holes before it
@@ -427,7 +373,7 @@ class DirectionStream:
         after it until the cap or the close. Only holes that end at a buffered piece at or
         before the ack are given up on.
         """
-        pieces = self._pieces
+        pieces = self.held.pieces
         if not pieces or self.base_seq is None:
             return
         if self._settle_until >= 0:
@@ -455,8 +401,7 @@ class DirectionStream:
             self._emit(piece, out)
             n += 1
         if n:
-            del pieces[:n]
-            del self._starts[:n]
+            self.held.drop(n)
             self._deliver(out)
 
     def acked(self, ack: int) -> None:
@@ -506,7 +451,7 @@ class DirectionStream:
 
     def pending(self) -> bool:
         """Whether bytes the sender sent before its FIN are still to come (or held behind a hole)."""
-        if self._pieces:
+        if self.held.pieces:
             return True
         if self.end_seq is None:
             return False
@@ -516,20 +461,18 @@ class DirectionStream:
     def flush(self, out: list, reason: str = "missing") -> None:
         """Deliver everything buffered, each hole before a piece becoming a gap with `reason`."""
         self._settled(out)
-        for piece in self._pieces:
+        for piece in self.held.pieces:
             if piece[0] > self.offset:
                 out.append(StreamGap(self.conn, self.direction, self.offset, piece[0] - self.offset, piece[3], reason))
             self._emit(piece, out)
-        self._pieces.clear()
-        self._starts.clear()
-        self.buffered = 0
+        self.held.clear()
 
     def close(self, out: list, ts: int) -> None:
         """The connection is over: deliver everything buffered (holes as gaps), then account for
         the bytes the sender's FIN says it sent that never came, as a gap at `ts`. A RST's
         sequence number proves less (a reset out of the receiver's window is ignored by it): when
         the receiver's acknowledgments were captured, only bytes they cover are missing."""
-        if self._pieces:
+        if self.held.pieces:
             self.flush(out)
         end = self._end() if self.end_seq is not None else None
         if end is not None and self.reset_end and self.peer_ack is not None:
