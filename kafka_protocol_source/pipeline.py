@@ -29,7 +29,7 @@ from .capture.source import detect_format
 from .codec.decoder import decoder_for
 from .framing.connection import Connection
 from .framing.context import DEFAULT_PORTS, CaptureContext
-from .framing.dumps import is_dump, read_dump
+from .framing.dumps import cut_dump_hint, is_dump, read_dump
 from .framing.model import CAPTURE_ERROR, INTERNAL_ERROR, Exchange
 from .framing.sniff import KnownApis
 from .framing.splitter import DEFAULT_MAX_FRAME_SIZE
@@ -119,9 +119,15 @@ def unreadable(path: str, options: CaptureOptions) -> str | None:
     try:
         detect_format(path)
     except CaptureError as not_a_capture:
-        dump = _is_dump(path, not_a_capture, _context([path], options))
-        return None if dump else _NOT_A_CAPTURE.format(not_a_capture)
+        ctx = _context([path], options)
+        return None if _is_dump(path, not_a_capture, ctx) else _not_a_capture(path, not_a_capture, ctx)
     return None
+
+
+def _not_a_capture(path: str, not_a_capture: CaptureError, ctx: CaptureContext) -> str:
+    said = _NOT_A_CAPTURE.format(not_a_capture)
+    hint = None if isinstance(not_a_capture, KnownOtherFormat) else cut_dump_hint(path, ctx)
+    return f"{said}; {hint}" if hint else said
 
 
 def _is_dump(path: str, not_a_capture: CaptureError, ctx: CaptureContext) -> bool:
@@ -145,7 +151,7 @@ def read_with(path, options: CaptureOptions, scope: ConnectionScope | None = Non
                 if _is_dump(p, not_a_capture, ctx):
                     yield from read_dump(p, ctx)
                 else:
-                    yield _capture_error(ctx, _NOT_A_CAPTURE.format(not_a_capture))
+                    yield _capture_error(ctx, _not_a_capture(p, not_a_capture, ctx))
     captures = [p for p in paths if p not in others]
     if captures:  # (numbered as ``paths`` are: an emit rule or a caller may name them by number)
         ctx = replace(_context(paths, options), capture_file=captures[0])

@@ -175,6 +175,26 @@ def is_dump(path: str, ctx) -> bool:
     return role(path, ctx) is not None
 
 
+def cut_dump_hint(path: str, ctx) -> str | None:
+    """For a file that is no dump by ``_frames_fit`` only: what it would be, a dump cut inside its
+    first frame (a raw stream saved as a capture stopped), and how to have it read as one."""
+    head = _head(path)
+    if tcpflow_endpoints(path) is not None or not _chains(head, ctx):
+        return None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    (claimed,) = _SIZE.unpack_from(head)
+    if 4 + claimed <= size:
+        return None
+    return (
+        f"it begins as a stream dump whose first frame claims {claimed} bytes, of which the file holds"
+        f" {size - 4}: a dump cut short? Named as tcpflow names its files (SRCIP.SRCPORT-DSTIP.DSTPORT),"
+        " it is read as one"
+    )
+
+
 def read_dump(path: str, ctx) -> Iterator[Exchange]:
     mine = role(path, ctx)
     sibling = _sibling(path)
