@@ -171,12 +171,16 @@ class _Table:
 
         A SYN with the ISN the closed connection began with is a copy of that one: the same packets
         captured again on another interface (``-i any`` beside ``-i lo``, a pcapng of two interfaces
-        written one interface's block after the other's), not a new connection.
+        written one interface's block after the other's), not a new connection. So is a SYN-ACK
+        that answers the closed connection's SYN, whatever its own ISN (its other SYN-ACK).
         """
         side = 0 if seg.src_ip == four[0] and seg.src_port == four[1] else 3
         isn, base_seq, offset = old[side : side + 3]
         if seg.flags & SYN:
-            return isn is not None and isn == seg.seq
+            if isn is not None and isn == seg.seq:
+                return True
+            peer_isn = old[3 - side]
+            return bool(seg.flags & ACK) and peer_isn is not None and seg.ack == (peer_isn + 1) & 0xFFFFFFFF
         if not seg.payload:
             return True
         if base_seq is None:  # the side sent nothing the capture had: its bytes cannot be a copy

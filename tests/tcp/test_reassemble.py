@@ -211,6 +211,18 @@ def test_every_segment_seen_again_on_another_interface_is_one_connection(lag):
     assert joined(ev) == b"request" and joined(ev, S) == b"response"
 
 
+def test_a_copy_of_a_closed_connection_with_another_syn_ack_is_still_a_copy():
+    """The same packets again (another interface's, appended), the copy with one more SYN-ACK, of
+    another ISN, answering the same SYN (the stale one of two): it answers the closed
+    connection's SYN, so it is of that handshake, not a new connection whose bytes come out a
+    second time (found by fuzzing the choice between two SYN-ACKs)."""
+    original = conversation()
+    copy = [*original[:1], seg(7000, flags=SYN | ACK, src=S, dst=C, ack=100), *original[1:]]
+    ev = run(original + copy)
+    assert kinds(ev) == ["open", "fin", "fin", "close"]
+    assert joined(ev) == b"request" and joined(ev, S) == b"response"
+
+
 def test_a_new_connection_on_the_same_ports_after_copies_is_still_new():
     ev = run(conversation() + conversation()[:2] + conversation(isn_c=7000, isn_s=9000, ts=10))
     assert kinds(ev) == ["open", "fin", "fin", "close", "open", "fin", "fin", "close"]
