@@ -371,7 +371,9 @@ class DirectionStream:
         packets since it was first acknowledged (a segment the capture wrote late comes within
         them), each acknowledged hole becomes a "missing" gap, instead of holding back everything
         after it until the cap or the close. Only holes that end at a buffered piece at or
-        before the ack are given up on.
+        before the ack are given up on. (Bytes acknowledged past all those captured, a lost
+        tail, wait for the close: a copy of them may come much later, as another interface's
+        appended.)
         """
         pieces = self.held.pieces
         if not pieces or self.base_seq is None:
@@ -403,6 +405,13 @@ class DirectionStream:
         if n:
             self.held.drop(n)
             self._deliver(out)
+
+    def _lost_tail(self, acked: int) -> bool:
+        """Whether bytes acknowledged up to stream offset ``acked`` lie past all this side's bytes
+        captured, as lost ones do: not for a side of which no byte was captured (one direction
+        of a connection taken, its other side's ACKs alone say it spoke), nor for the one past
+        its bytes a FIN's acknowledgment covers, nor further than the out-of-order cap."""
+        return 1 < acked - self.offset <= self.cap and self._last is not None
 
     def acked(self, ack: int) -> None:
         """The receiver acknowledged up to ``ack`` (an older duplicate ACK written late says less)."""
@@ -477,6 +486,9 @@ class DirectionStream:
         end = self._end() if self.end_seq is not None else None
         if end is not None and self.reset_end and self.peer_ack is not None:
             end = min(end, max(self.offset, self.offset_of(self.peer_ack)))
+        elif end is None and self.peer_ack is not None and self.base_seq is not None:
+            acked = self.offset_of(self.peer_ack)
+            end = acked if self._lost_tail(acked) else None
         if end is not None and end > self.offset:
             out.append(StreamGap(self.conn, self.direction, self.offset, end - self.offset, ts, "missing"))
             self.offset = end

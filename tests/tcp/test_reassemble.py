@@ -272,3 +272,19 @@ def test_without_the_clients_ack_the_brokers_first_byte_picks_its_syn_ack():
         ]
     )
     assert stream_of(ev, src=S) == [b"response"]
+
+
+def test_bytes_the_receiver_acknowledged_that_never_came_are_a_missing_gap_at_the_close():
+    """The capture lost a request's last packets (the kernel dropped them, tcpdump said so) and
+    the connection did not close in it; the broker's answer acknowledges them. They were said to
+    be cut by the end of the capture, and the connection counted no gap (found by review:
+    rev22 M2). The one sequence number past a side's bytes that a FIN's acknowledgment covers
+    is no byte, and a side none of whose bytes was captured is a one-way capture, not a loss."""
+    handshake = [seg(99, flags=SYN), seg(499, flags=SYN | ACK, src=S, dst=C, ack=100)]
+    ev = run([*handshake, seg(100, b"abc", ack=500), seg(500, b"resp", src=S, dst=C, ack=110)])
+    assert stream_of(ev) == [b"abc", ("gap", 3, 7, "missing")]
+    assert stream_of(ev, src=S) == [b"resp"]
+    ev = run([*handshake, seg(100, b"abc", ack=500), seg(500, b"resp", src=S, dst=C, ack=104)])
+    assert stream_of(ev) == [b"abc"]
+    ev = run([*handshake, seg(100, b"abc", ack=500), seg(103, flags=ACK, ack=900)])
+    assert stream_of(ev, src=S) == []
