@@ -275,10 +275,16 @@ class _Classic:
         elif code in FENCED:
             generation.end("member_fenced", ex.response_time, member_id)
 
-    def _leave(self, ex, group, req, resp) -> None:
+    def _unknown_generation(self, ex, group: str) -> Generation:
+        """The group's current generation; for a group seen in none, one without an id (a group
+        that only leaves, or only commits: see ``_commit``)."""
         generation = self.current.get(group)
         if generation is None:
             generation = self.current[group] = Generation(group, "classic", ex.capture_file, ex.broker_address)
+        return generation
+
+    def _leave(self, ex, group, req, resp) -> None:
+        generation = self._unknown_generation(ex, group)
         generation.seen(ex.request_time)
         leaving = [req["member_id"]] if req.get("member_id") else [m.get("member_id") for m in req.get("members") or ()]
         for member_id in leaving:
@@ -290,7 +296,12 @@ class _Classic:
         if "generation_id_or_member_epoch" not in req and "generation_id" not in req and body_cut(ex, "request"):
             return  # (cut by the capture before it: whose generation is not known)
         generation_id = req.get("generation_id_or_member_epoch", req.get("generation_id"))
-        generation = self._known(group, generation_id, ex)
+        if generation_id is None or generation_id < 0:
+            # Outside any generation: a consumer that assigns itself its partitions, an exactly-once
+            # producer's TxnOffsetCommit (generation -1); in the current one, if the capture has one.
+            generation: Generation | None = self._unknown_generation(ex, group)
+        else:
+            generation = self._known(group, generation_id, ex)
         if generation is None:
             return
         generation.commit(ex, req, resp, self.names)
@@ -298,5 +309,5 @@ class _Classic:
     def finish(self) -> list[Generation]:
         out = list(self.generations.values())
         out += [g for g in self.rebalancing.values() if g.generation_id is None]  # never completed
-        out += [g for g in self.current.values() if g.generation_id is None and g not in out]  # leaves only
+        out += [g for g in self.current.values() if g.generation_id is None and g not in out]  # leaves, commits only
         return out

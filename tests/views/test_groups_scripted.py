@@ -145,6 +145,22 @@ def test_offsets_an_exactly_once_producer_commits_in_its_transaction_are_the_gro
     assert [(c["topic"], c["partition"], c["offset"]) for c in row["committed"]] == [("t", 0, 12)]
 
 
+@pytest.mark.parametrize("how", ["assigned_consumer", "exactly_once_producer"])
+def test_a_group_that_only_commits_outside_any_generation_is_a_row_of_its_commits(how):
+    """A consumer that assigns itself its partitions (``assign()``, Flink's source, a reset by
+    kafka-consumer-groups) commits with generation -1 and no member id; so does an exactly-once
+    producer whose consumer's group is not in the capture. Such a group has no generation, and it
+    had no row: its commits and committed offsets were in no row of the view (found by review:
+    rev22 H1, from librdkafka against its mock cluster)."""
+    g = GroupScript()
+    commit = g.commit if how == "assigned_consumer" else g.txn_commit
+    commit("A", "", -1, {0: 7, 1: 9})
+    commit("A", "", -1, {0: 8})
+    [row] = group_rows(g.exchanges)
+    assert (row["generation_id"], row["member_count"], row["commits"], row["ended"]) == (None, 0, 2, "end_of_capture")
+    assert [(c["partition"], c["offset"]) for c in row["committed"]] == [(0, 8), (1, 9)]
+
+
 def test_a_capture_started_during_a_rebalance_ends_each_generation_by_what_happened_to_it():
     """Exchanges come in request-time order: the new member's JoinGroup, answered with generation
     2, comes before the old generation's last heartbeat. Generation 1 (first seen then) must not
