@@ -5,8 +5,10 @@ only heartbeats: a request says the member epoch it is at (0 to join, -1 to leav
 static member leaving), the answer the epoch it is to move to, with its new assignment when that
 changed (topic ids, named from Metadata in the same capture). A row is one epoch: the members
 that moved to it (each move is one of its ``rebalance_steps``; the rebalance runs from the first
-move to the last), their assignments (kept from an earlier epoch when the answer repeats none),
-and why the epoch ended: a member joined (``member_joined``), another epoch began
+move to the last), their assignments (kept from an earlier epoch when the answer repeats none;
+every partition a member held at the epoch: one it gives up while it stays at the epoch, to move
+to the next, was still its own, and one freed for it later in the epoch is its own too), and why
+the epoch ended: a member joined (``member_joined``), another epoch began
 (``epoch_bumped``), a member left or was fenced, or the capture ended.
 """
 
@@ -59,7 +61,7 @@ class EpochTracker:
                     current.end("member_fenced", ex.response_time, member_id)
             return
         epoch = resp.get("member_epoch")
-        if epoch is None:  # a response decoded leniently without its epoch: nothing to place it in
+        if epoch is None or epoch <= JOINING:  # decoded leniently without it, or not in an epoch yet
             return
         generation = self._epoch(group, epoch, ex, asked, member_id, current)
         member = generation.member(member_id)
@@ -70,7 +72,7 @@ class EpochTracker:
             self.assignments[(group, member_id)] = named_partitions(
                 resp["assignment"].get("topic_partitions"), "topic_id", self.names
             )
-        member.assignment = self.assignments.get((group, member_id))
+        member.assignment = _held(member.assignment, self.assignments.get((group, member_id)))
         generation.protocol_name = req.get("server_assignor") or generation.protocol_name
         if asked != epoch:
             generation.step(ex, member_id, code)
@@ -104,3 +106,16 @@ class EpochTracker:
 
     def finish(self) -> list[Generation]:
         return list(self.epochs.values())
+
+
+def _held(before: list[dict] | None, now: list[dict] | None) -> list[dict] | None:
+    """The partitions of ``before`` and ``now`` together (assignments as ``named_partitions`` gives them)."""
+    if before is None or now is None or before == now:
+        return now if before is None else before if now is None else now
+    by_topic: dict[tuple, set] = {}
+    for item in (*before, *now):
+        by_topic.setdefault((item["topic"], item["topic_id"]), set()).update(item["partitions"])
+    return [
+        {"topic": topic, "topic_id": topic_id, "partitions": sorted(parts)}
+        for (topic, topic_id), parts in sorted(by_topic.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
+    ]

@@ -121,6 +121,24 @@ def test_kip_848_epochs_with_assignments_named_from_metadata():
     assert (second["ended"], second["ended_member"], second["ended_time"]) == ("member_left", "b-1", leave.request_time)
 
 
+def test_a_kip_848_member_giving_partitions_up_held_them_in_its_epoch():
+    """A member that must give partitions up to a new one stays at its epoch and is answered
+    with what it keeps; it moves to the next epoch once it has let them go. Its epoch's row
+    showed only what it kept, as if the partitions it gave up had no owner in that epoch; and an
+    answer at epoch 0 (librdkafka's mock, to a member's first heartbeat) was an epoch of its own
+    (found by review: rev22 M1)."""
+    g = GroupScript()
+    g.metadata({"id-t": "t"})
+    g.consumer_heartbeat("A", "a-1", 0, answer_epoch=2, assignment={"id-t": [0, 1, 2, 3]}, subscribe=["t"])
+    g.consumer_heartbeat("B", "b-1", 0, answer_epoch=0, subscribe=["t"])
+    g.consumer_heartbeat("A", "a-1", 2, answer_epoch=2, assignment={"id-t": [0, 1]})
+    g.consumer_heartbeat("B", "b-1", 0, answer_epoch=3, assignment={"id-t": [2, 3]})
+    g.consumer_heartbeat("A", "a-1", 2, answer_epoch=3)
+    two, three = group_rows(g.exchanges)
+    held = [{m["member_id"]: m["assignment"][0]["partitions"] for m in row["members"]} for row in (two, three)]
+    assert held == [{"a-1": [0, 1, 2, 3]}, {"a-1": [0, 1], "b-1": [2, 3]}]
+
+
 def test_a_heartbeat_answer_without_its_epoch_is_skipped_not_a_crash():
     # A response decoded leniently (a peer that left the epoch out) carries member_epoch None;
     # comparing it with the current epoch raised TypeError and lost the whole view.
