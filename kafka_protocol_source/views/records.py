@@ -256,10 +256,12 @@ def _batches(exchange, direction, topic, topic_id, partition, batches, answer=No
             }
 
 
-# Kafka's consumers refuse such a batch (check.crcs=true, their default: CorruptRecordException).
+# A consumer that checks CRCs refuses such a batch (Java's: check.crcs=true, its default,
+# CorruptRecordException; librdkafka's only with check.crcs=true, its default being false).
 CRC_MISMATCH = (
-    "the CRC does not match the bytes it covers: a consumer refuses this record (check.crcs, on by "
-    "default); its key, value and headers are as captured, and may be corrupt"
+    "the CRC does not match the bytes it covers: a consumer that checks CRCs refuses this record "
+    "(check.crcs: on by default in Java's client, off in librdkafka's); its key, value and headers are "
+    "as captured, and may be corrupt"
 )
 
 _UNREAD = {"key": None, "value": None, "offset": None, "timestamp": None, "headers": None}

@@ -68,7 +68,7 @@ def test_a_record_whose_crc_does_not_match_says_so_and_the_mode_acts_on_it():
     rows = _rows(_batch(corrupt=False), bytes(flipped))
     assert [r["crc_valid"] for r in rows] == [True] * 6 + [False]
     assert all(r["error"] is None for r in rows[:6])
-    assert rows[-1]["error"].startswith("the CRC does not match the bytes it covers: a consumer refuses this record")
+    assert rows[-1]["error"].startswith("the CRC does not match the bytes it covers: a consumer that checks CRCs")
     assert rows[-1]["value"] is not None  # kept as captured
     assert list(by_read_mode(iter(rows), "DROPMALFORMED")) == rows[:6]
     with pytest.raises(RuntimeError, match=r"FAILFAST.*produce of t-0 .*the CRC does not match"):
