@@ -137,7 +137,7 @@ def _sized_or_null(io, n: int, start: int, nullable: bool, what: str) -> bytes |
     if n < 0:
         if nullable and n == -1:
             return None
-        raise WireError(f"{what}: {'null in a non-nullable field' if n == -1 else f'negative length {n}'}", start)
+        raise WireError(f"{what}: {'null where not nullable' if n == -1 else f'negative length {n}'}", start)
     return _read_sized(io, n, what, start)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..spec.api_keys import API_VERSIONS, METADATA
+from ..spec.api_keys import API_VERSIONS, METADATA, SYNC_GROUP
 from .model import MALFORMED
 
 
@@ -58,8 +58,10 @@ KNOWN = (
         range(3, 100),
         "response",
         "trailing_bytes",
-        f"{QUIRK}librdkafka's mock cluster (rdkafka_mock) appends bytes after ApiVersions v3+ "
-        "responses; clients ignore them",
+        f"{QUIRK}librdkafka's mock cluster (rdkafka_mock) answers ApiVersions v3+, which it does not "
+        "support, with an empty api_keys array and then its ApiVersions entry (api key 18, versions 0-2) "
+        "as v0 lays it out: the fields after error_code are read from those bytes (throttle_time_ms takes "
+        "the entry's); clients read the error code and ask again at v0",
     ),
     Quirk(
         METADATA,
@@ -83,6 +85,14 @@ KNOWN = (
         "null",
         f"{QUIRK}librdkafka's mock cluster answers OffsetFetch with a null (-1) topics array, "
         "which the spec does not allow; clients read it as empty",
+    ),
+    Quirk(
+        SYNC_GROUP,
+        range(0, 100),
+        "response",
+        "null",
+        f"{QUIRK}librdkafka's mock cluster answers a follower's SyncGroup with a null assignment, "
+        "which the spec does not allow; its client reads it as no assignment",
     ),
 )
 

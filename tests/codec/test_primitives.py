@@ -72,9 +72,9 @@ def test_strings(text, nullable):
 def test_null_strings_only_where_nullable():
     common(k.Primitive("string", True), b"\xff\xff", None)
     common(k.Primitive("string", True, compact=True), b"\x00", None)
-    with pytest.raises(WireError, match="null in a non-nullable"):
+    with pytest.raises(WireError, match="null where not nullable"):
         runtime.read_string(BytesIO(b"\xff\xff"), False)
-    with pytest.raises(WireError, match="null in a non-nullable"):
+    with pytest.raises(WireError, match="null where not nullable"):
         runtime.read_compact_string(BytesIO(b"\x00"), False)
 
 

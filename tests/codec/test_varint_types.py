@@ -156,7 +156,7 @@ def test_a_varint_length_below_minus_one_is_an_error(length):
 
 
 def test_non_nullable_varint_string_rejects_null():
-    with pytest.raises(WireError, match="null in a non-nullable"):
+    with pytest.raises(WireError, match="null where not nullable"):
         k.Primitive("varint-string", nullable=False)._parse(BytesIO(zigzag(-1)), None, "")
     common(k.Primitive("varint-bytes", nullable=True), zigzag(-1), None)
 
