@@ -1,7 +1,8 @@
 """Frames real peers and attackers send: nulls the spec forbids, decompression bombs, deep nesting.
 
-- A count of -1 for a non-nullable array (librdkafka's mock broker in OffsetFetch) is read as
-  null when decoding leniently, with the deviation said; strict decoding still refuses it.
+- A count of -1 for a non-nullable array (librdkafka's mock broker in OffsetFetch), or a length
+  of -1 for a non-nullable string or bytes (its SyncGroup), is read as null when decoding
+  leniently, with the deviation said; strict decoding still refuses it.
 - All ``records`` fields of one frame share one decompression budget: a Produce request whose
   partitions each carry a batch that compresses very well stops at the budget, says so, and
   never allocates much past it.
@@ -43,6 +44,18 @@ def test_a_null_where_the_spec_has_none_is_read_as_null_when_lenient_and_said():
     decoded = decoder_for().decode_response(frame, 9, 1, lenient=True)
     assert decoded["body"] == {"topics": None}
     assert decoded["deviations"] and "topics" in decoded["deviations"][0]
+
+
+def test_a_null_string_or_bytes_where_the_spec_has_none_is_read_as_null_too():
+    """librdkafka's mock cluster answers a follower's SyncGroup v3 with error 42 and a null
+    assignment (bytes, not nullable). Only a null array was read leniently: the body was not
+    read, so the error code was not either (found by review: rev22 L2)."""
+    frame = struct.pack(">iihi", 7, 0, 42, -1)  # correlation id, throttle, INVALID_REQUEST, assignment -1
+    with pytest.raises(DecodeError, match="null where not nullable"):
+        decoder_for().decode_response(frame, 14, 3)
+    decoded = decoder_for().decode_response(frame, 14, 3, lenient=True)
+    assert decoded["body"] == {"throttle_time_ms": 0, "error_code": 42, "assignment": None}
+    assert decoded["deviations"] and "assignment" in decoded["deviations"][0]
 
 
 def test_in_a_capture_the_exchange_keeps_the_body_and_says_what_deviated(tmp_path):
