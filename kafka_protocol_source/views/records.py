@@ -37,7 +37,8 @@ def record_rows(exchange, names: TopicNames):
                 answer = answers.get((name or topic_id, part.get("index")))
                 where = (name, topic_id, part.get("index"))
                 yield from _batches(exchange, "produce", name, topic_id, part.get("index"), part.get("records"), answer)
-        if (cut := _cut_off(exchange.status, exchange.request_size, exchange.raw_request)) >= MIN_RECORD_BYTES:
+        cut = _cut_off(exchange.status, exchange.request_size, exchange.raw_request)
+        if cut >= MIN_RECORD_BYTES or (cut and _records_cut(exchange.request)):
             yield _cut_row(exchange, "produce", where, cut)
     elif exchange.api_key == FETCH:
         # A read_uncommitted consumer keeps every record: brokers list no aborted transactions for it
@@ -60,6 +61,17 @@ def record_rows(exchange, names: TopicNames):
                 )
         if (cut := _cut_off(exchange.status, exchange.response_size, exchange.raw_response)) >= MIN_RECORD_BYTES:
             yield _cut_row(exchange, "fetch", where, cut)
+
+
+def _records_cut(request: dict | None) -> bool:
+    """Whether the capture's cut went through a Produce request's records: its last partition
+    read has no records left (a field the cut went through is left out) or a last batch cut
+    short. Then a record is lost however few bytes are missing (the rest of it is before the cut)."""
+    parts = [p for t in (request or {}).get("topic_data") or () for p in t.get("partition_data") or ()]
+    if not parts:
+        return False
+    batches = parts[-1].get("records")
+    return not batches or bool(batches[-1].get("truncated"))
 
 
 def _cut_off(status: str, size: int | None, raw: bytes | None) -> int:

@@ -20,6 +20,7 @@ from kafka_protocol_source.framing.model import body_cut
 from kafka_protocol_source.spec.api_keys import FETCH, PRODUCE
 from kafka_protocol_source.views.records import by_read_mode, record_rows
 from kafka_protocol_source.views.topic_names import TopicNames
+from tests.cuts import Cut, resegmented, segments_of
 from tests.samples.catalog import sample
 
 
@@ -79,3 +80,19 @@ def test_every_frame_that_held_records_has_a_row_however_little_of_it_is_left(sn
         # the body names the topic though the cut fell in its first partition's index: so does the
         # row (it had none in 4 of 5 Produce requests: found by review, /tmp/ux17/r09)
         assert {r["topic"] for r in rows if r["direction"] == "produce"} == {"kw.confluent_kafka"}
+
+
+def test_a_produce_request_cut_inside_its_records_by_a_few_bytes_still_says_so(tmp_path):
+    """A lost packet took a Produce request's last 24 bytes, inside its last record: fewer than a
+    whole record, so no row said the capture cut it, and its six records were in no row at all,
+    silently. A cut through a Produce request's records is a row however small it is."""
+    s = sample("tansu_confluent_kafka_all_codecs")
+    segments = resegmented(segments_of(s.path), 300)
+    # the uncompressed Produce request (1,224 bytes): its last piece, 24 bytes, lost
+    produce = [i for i, x in enumerate(segments) if x.packet_index == 54]
+    path = Cut(tuple(x for i, x in enumerate(segments) if i != produce[-1])).write(tmp_path / "lost.pcap")
+    exchanges, rows = _rows(path, s.broker_port)
+    [cut] = [ex for ex in exchanges if ex.api_key == PRODUCE and body_cut(ex, "request")]
+    assert "24 bytes missing" in cut.error
+    [row] = [r for r in rows if r["request_time"] == cut.request_time]
+    assert row["error"].startswith("the capture cut this request: its last 24 bytes")
