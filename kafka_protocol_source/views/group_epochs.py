@@ -110,8 +110,10 @@ class EpochTracker:
 
 def _held(before: list[dict] | None, now: list[dict] | None) -> list[dict] | None:
     """The partitions of ``before`` and ``now`` together (assignments as ``named_partitions`` gives them)."""
-    if before is None or now is None or before == now:
-        return now if before is None else before if now is None else now
+    if before is None or before == now:
+        return now
+    if now is None:
+        return before
     by_topic: dict[tuple, set] = {}
     for item in (*before, *now):
         by_topic.setdefault((item["topic"], item["topic_id"]), set()).update(item["partitions"])
