@@ -294,22 +294,6 @@ def test_a_file_whose_first_bytes_read_as_one_frame_longer_than_the_file_is_no_d
     assert [e.status for e in out] == ["capture_error"]
 
 
-def test_a_dump_cut_inside_its_first_frame_says_so_and_reads_under_a_tcpflow_name(samples, tmp_path):
-    """A raw save of the broker's side ("Follow TCP stream"), the capture stopped inside its
-    first response: its frames cannot fit the file, so it is no dump by content alone, and the
-    row said only that it is not a capture (found by review: rev20 F5). It says what the file
-    begins as, and how to have it read; under a tcpflow name it reads as the cut frame."""
-    broker_side = "127.000.000.001.33325-127.000.000.001.46778"
-    responses = (samples / "tcpflow_tansu_confluent_kafka_all_codecs" / broker_side).read_bytes()
-    (first,) = struct.unpack_from(">i", responses)
-    cut = responses[: 4 + first // 2]
-    [row] = run(tmp_path, cut, name="responses.bin")
-    assert row.status == "capture_error" and f"first frame claims {first} bytes" in row.error
-    assert "tcpflow" in row.error
-    [row] = run(tmp_path, cut, name=broker_side)
-    assert row.status == "gap" and f"({len(cut)} of {first + 4} bytes present)" in row.error
-
-
 def test_a_directory_or_a_file_gone_is_a_row_not_a_crash(tmp_path):
     """read_capture reads files (spark.read and kafka-wire expand directories): handed a
     directory or a path that is not there, it says so in a capture_error row."""
